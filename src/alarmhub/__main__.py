@@ -1,0 +1,5 @@
+"""Run the command line with ``python -m alarmhub``."""
+
+from alarmhub.cli import main
+
+main()

@@ -1,0 +1,98 @@
+"""Assembles a node: the runtime (store, writer, caches, supervisors) and its ASGI apps."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from alarmhub.heartbeats import HeartbeatSupervisor
+from alarmhub.rx import routes as rx_routes
+from alarmhub.rx.auth import GrantCache
+from alarmhub.settings import Settings
+from alarmhub.store import engine as store_engine
+from alarmhub.store.writer import SignalWriter
+
+log = logging.getLogger("alarmhub.app")
+Part = Literal["rx", "rest"]
+
+
+class Runtime:
+    """Everything a node runs besides its HTTP listeners, started and stopped as one."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = store_engine.open_engine(settings.database)
+        self.writer = SignalWriter(self.engine, settings.max_batch, settings.idempotency_hours)
+        self.grants = GrantCache(self.engine)
+        self.heartbeats = HeartbeatSupervisor(
+            self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds
+        )
+
+    async def start(self) -> None:
+        await asyncio.to_thread(store_engine.upgrade, self.engine)
+        await self.writer.start()
+        await self.grants.start()
+        await self.writer.run(self.heartbeats.load)
+        await self.heartbeats.start()
+        log.info("node started", extra=self.settings.masked())
+
+    async def stop(self) -> None:
+        """Stop supervision, flush heartbeats, commit every signal still queued."""
+        await self.grants.stop()
+        await self.heartbeats.stop()
+        await self.writer.stop()
+        self.engine.dispose()
+        log.info("node stopped")
+
+    def database_reachable(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as exc:
+            log.warning("database unreachable", extra={"error": repr(exc)})
+            return False
+        return True
+
+
+def common_routes(runtime: Runtime) -> list[BaseRoute]:
+    async def healthz(_: Request) -> Response:
+        ok = await asyncio.to_thread(runtime.database_reachable)
+        if ok and not runtime.writer.closing:
+            return JSONResponse({"status": "ok"})
+        reason = "shutting down" if ok else "database unreachable"
+        return JSONResponse({"status": "error", "message": reason}, status_code=503)
+
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return [Route("/healthz", healthz), Route("/metrics", metrics)]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    status = exc.status_code
+    body = {
+        "status_code": status,
+        "status": "error",
+        "error_code": f"HTTP-{status}",
+        "message": str(exc.detail).lower(),
+    }
+    return JSONResponse(body, status_code=status, headers=exc.headers)
+
+
+def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starlette:
+    """One ASGI app serving the given interfaces, with health and metrics on each."""
+    routes: list[BaseRoute] = common_routes(runtime)
+    if "rx" in parts:
+        routes += rx_routes.routes(runtime)
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -1,0 +1,610 @@
+"""The command line: ``alarmhub serve`` and the provisioning and integrator commands.
+
+Thin by design: every command calls the same store and client functions as the HTTP layers.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy import desc, select
+from sqlalchemy.engine import Engine
+
+from alarmhub import __version__, demo, logs
+from alarmhub import settings as settings_module
+from alarmhub.client import HEARTBEAT_SECONDS, SignalClient
+from alarmhub.core.account import Account, account_problem
+from alarmhub.core.tokens import split_pair
+from alarmhub.store import engine as store_engine
+from alarmhub.store import provisioning
+from alarmhub.store import schema as s
+
+F = TypeVar("F", bound=Callable[..., Any])
+IMPORT_CHUNK = 1000
+
+
+class CommandError(click.ClickException):
+    """A one-line error for the user; exits with status 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def data_dir_option(func: F) -> F:
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="ALARMHUB_DATA_DIR",
+        default=None,
+        help="Data directory (default ./var; env ALARMHUB_DATA_DIR).",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(
+        func
+    )
+
+
+def load_settings(data_dir: Path | None, **overrides: Any) -> settings_module.Settings:
+    try:
+        return settings_module.load(data_dir, **overrides)
+    except settings_module.SettingsError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def open_store(data_dir: Path | None) -> Engine:
+    """The database of the data directory, migrated to the current schema."""
+    settings = load_settings(data_dir)
+    try:
+        engine = store_engine.open_engine(settings.database)
+        store_engine.upgrade(engine)
+    except Exception as exc:
+        raise CommandError(f"cannot open the database {settings.database!r}: {exc}") from None
+    return engine
+
+
+def provisioning_errors(func: F) -> F:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except provisioning.ProvisioningError as exc:
+            raise CommandError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        human()
+
+
+def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], empty: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if not rows:
+        click.echo(empty)
+        return
+    t = Table(box=None, header_style="bold")
+    for _, title in columns:
+        t.add_column(title)
+    for row in rows:
+        t.add_row(*(_cell(row[key]) for key, _ in columns))
+    Console().print(t)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(value) or "-"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def _when(us: int | None) -> str | None:
+    if us is None:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(us / 1_000_000))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="alarmhub")
+def main() -> None:
+    """alarmhub: alarm signaling and monitoring for central stations."""
+
+
+# serve ---------------------------------------------------------------------------------------
+
+
+def _address(value: str | None) -> tuple[str, int] | None:
+    from alarmhub.server import parse_address
+
+    if value is None:
+        return None
+    try:
+        return parse_address(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@main.command()
+@click.option(
+    "--listen", default="127.0.0.1:8080", show_default=True, help="HOST:PORT for both interfaces."
+)
+@click.option("--rx-listen", help="HOST:PORT for the signaling interface alone.")
+@click.option("--rest-listen", help="HOST:PORT for the query interface and console alone.")
+@data_dir_option
+@click.option("--demo", is_flag=True, help="Provision the demo setup if the database is new.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--log-format", type=click.Choice(["keyvalue", "json"]))
+def serve(
+    listen: str,
+    rx_listen: str | None,
+    rest_listen: str | None,
+    data_dir: Path | None,
+    demo: bool,
+    log_level: str | None,
+    log_format: str | None,
+) -> None:
+    """Run the node: signaling interface, query interface, health and metrics."""
+    from alarmhub.server import Listener
+    from alarmhub.server import serve as run_server
+
+    settings = load_settings(data_dir, log_level=log_level, log_format=log_format)
+    logs.configure(settings.log_level, settings.log_format)
+    default = _address(listen)
+    rx = _address(rx_listen) or default
+    rest = _address(rest_listen) or default
+    assert rx is not None and rest is not None
+    if rx == rest:
+        listeners = [Listener(*rx, ("rx", "rest"))]
+    else:
+        listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if demo:
+        _provision_demo(settings)
+
+    def ready(_: object) -> None:
+        for listener in listeners:
+            url = listener.url()
+            if "rx" in listener.parts:
+                click.echo(f"signaling  {url}/rx/<source>:<destination>/contact_id  (and /hb)")
+            click.echo(f"health     {url}/healthz    metrics {url}/metrics")
+        if demo:
+            text = _demo_banner(settings.data_dir)
+            if text:
+                click.echo(text, nl=False)
+        click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
+
+    run_server(settings, listeners, on_ready=ready)
+
+
+def _provision_demo(settings: settings_module.Settings) -> None:
+    engine = store_engine.open_engine(settings.database)
+    try:
+        new = store_engine.is_new(engine)
+        store_engine.upgrade(engine)
+        if new:
+            demo.provision(engine, settings.data_dir)
+    finally:
+        engine.dispose()
+
+
+def _demo_banner(data_dir: Path) -> str | None:
+    text = demo.saved_credentials(data_dir)
+    if text is None:
+        return None
+    return text + "  try:  .venv/bin/alarmhub send demo-site:demo --token <token> " + (
+        "--dnis 1234 --panel 0042 --code E130 --zone 015\n"
+    )
+
+
+# db ------------------------------------------------------------------------------------------
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+@data_dir_option
+def db_upgrade(data_dir: Path | None) -> None:
+    """Create or migrate the schema to the newest version."""
+    open_store(data_dir).dispose()
+    click.echo("database is at the newest schema")
+
+
+# drivers -------------------------------------------------------------------------------------
+
+
+@main.group()
+def driver() -> None:
+    """Receiver drivers that signals are queued to."""
+
+
+@driver.command("add")
+@click.argument("name")
+@data_dir_option
+@json_option
+@provisioning_errors
+def driver_add(name: str, data_dir: Path | None, as_json: bool) -> None:
+    """Add a receiver driver NAME."""
+    row = provisioning.add_driver(open_store(data_dir), name)
+    emit(as_json, {"name": row["name"]}, lambda: click.echo(f"driver {name} added"))
+
+
+@driver.command("list")
+@data_dir_option
+@json_option
+def driver_list(data_dir: Path | None, as_json: bool) -> None:
+    """List receiver drivers."""
+    rows = provisioning.list_drivers(open_store(data_dir))
+    shown = [{"name": r["name"], "created": _when(r["created_us"])} for r in rows]
+    emit(
+        as_json,
+        shown,
+        lambda: table(shown, [("name", "DRIVER"), ("created", "CREATED")], "no drivers"),
+    )
+
+
+# tokens --------------------------------------------------------------------------------------
+
+
+@main.group()
+def token() -> None:
+    """Bearer tokens of the signaling interface."""
+
+
+@token.command("create")
+@click.option("--name", required=True, help="A name for the token (shown in logs and lists).")
+@click.option("--driver", "drivers", multiple=True, help="A driver it may queue signals to.")
+@click.option(
+    "--heartbeat", "pairs", multiple=True, metavar="SOURCE:DESTINATION", help="A pair it may beat."
+)
+@data_dir_option
+@json_option
+@provisioning_errors
+def token_create(
+    name: str, drivers: tuple[str, ...], pairs: tuple[str, ...], data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Create a token; it is printed once and stored only as a hash."""
+    secret = provisioning.create_token(open_store(data_dir), name, drivers, pairs)
+    emit(
+        as_json,
+        {"name": name, "token": secret},
+        lambda: click.echo(f"token {name} created; keep it now, it is not shown again:\n{secret}"),
+    )
+
+
+@token.command("list")
+@data_dir_option
+@json_option
+def token_list(data_dir: Path | None, as_json: bool) -> None:
+    """List tokens and what they grant (never the tokens themselves)."""
+    rows = provisioning.list_tokens(open_store(data_dir))
+    shown = [
+        {
+            "name": r["name"],
+            "drivers": r["drivers"],
+            "heartbeat": r["heartbeat"],
+            "created": _when(r["created_us"]),
+            "revoked": _when(r["revoked_us"]),
+        }
+        for r in rows
+    ]
+    columns = [("name", "TOKEN"), ("drivers", "DRIVERS"), ("heartbeat", "HEARTBEAT"),
+               ("created", "CREATED"), ("revoked", "REVOKED")]
+    emit(as_json, shown, lambda: table(shown, columns, "no tokens"))
+
+
+@token.command("revoke")
+@click.argument("name")
+@data_dir_option
+@json_option
+@provisioning_errors
+def token_revoke(name: str, data_dir: Path | None, as_json: bool) -> None:
+    """Revoke token NAME (running servers refuse it within a second)."""
+    provisioning.revoke_token(open_store(data_dir), name)
+    emit(as_json, {"name": name, "revoked": True}, lambda: click.echo(f"token {name} revoked"))
+
+
+# dnis ----------------------------------------------------------------------------------------
+
+
+@main.group("dnis")
+def dnis_group() -> None:
+    """Receiver lines (dnis) and their line masks."""
+
+
+@dnis_group.command("add")
+@click.argument("dnis")
+@click.option("--mask", required=True, help="Line mask: '#' = panel digit (70####), else a prefix.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dnis_add(dnis: str, mask: str, data_dir: Path | None, as_json: bool) -> None:
+    """Add receiver line DNIS with its line mask."""
+    provisioning.add_dnis(open_store(data_dir), dnis, mask)
+    emit(
+        as_json,
+        {"dnis": dnis, "mask": mask},
+        lambda: click.echo(f"dnis {dnis} added with mask {mask}"),
+    )
+
+
+@dnis_group.command("list")
+@data_dir_option
+@json_option
+def dnis_list(data_dir: Path | None, as_json: bool) -> None:
+    """List receiver lines."""
+    rows = [{"dnis": r["dnis"], "mask": r["line_mask"]}
+            for r in provisioning.list_dnis(open_store(data_dir))]
+    emit(as_json, rows, lambda: table(rows, [("dnis", "DNIS"), ("mask", "MASK")], "no dnis"))
+
+
+# accounts ------------------------------------------------------------------------------------
+
+
+@main.group()
+def account() -> None:
+    """Subscriber accounts."""
+
+
+@account.command("add")
+@click.argument("account_number", metavar="ACCOUNT")
+@click.option("--name", required=True, help="Company or person responsible for the account.")
+@click.option("--street", default="", help="Street address.")
+@click.option("--city", default="", help="City.")
+@click.option("--state", default="", help="State.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def account_add(
+    account_number: str, name: str, street: str, city: str, state: str, data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Add subscriber ACCOUNT."""
+    row = provisioning.add_account(
+        open_store(data_dir), Account(account_number, name, street, city, state)
+    )
+    emit(as_json, row, lambda: click.echo(f"account {account_number} added"))
+
+
+CSV_COLUMNS = {
+    "account": "account_number",
+    "account_number": "account_number",
+    "name": "company_name",
+    "company_name": "company_name",
+    "street": "street",
+    "city": "city",
+    "state": "state",
+}
+
+
+def _csv_accounts(
+    path: Path, refused: list[dict[str, Any]]
+) -> Iterator[tuple[int, Account]]:
+    """Valid accounts of a CSV file with their line numbers; bad rows go to ``refused``."""
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        unknown = [h for h in header if h not in CSV_COLUMNS]
+        if unknown or not {"account_number", "company_name"} <= {CSV_COLUMNS[h] for h in header}:
+            raise CommandError(
+                f"{path}: the header must name the columns account,name[,street,city,state]"
+                + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+            )
+        reader.fieldnames = [CSV_COLUMNS[h] for h in header]
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                refused.append({"line": line, "error": "more fields than the header names"})
+                continue
+            values = {k: (v or "").strip() for k, v in row.items()}
+            acct = Account(**values)
+            problem = account_problem(acct)
+            if problem:
+                refused.append({"line": line, "error": problem})
+                continue
+            yield line, acct
+
+
+@account.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@data_dir_option
+@json_option
+def account_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
+    """Add or update accounts from a CSV FILE with columns account,name[,street,city,state].
+
+    Bad rows are reported by line and skipped; good rows are kept. Exits 1 when any row was bad.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    engine = open_store(data_dir)
+    total_lines = max(sum(1 for _ in file.open("rb")) - 1, 0)
+    refused: list[dict[str, Any]] = []
+    added = updated = 0
+    chunk: list[Account] = []
+    with Progress(
+        TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+        transient=True, disable=as_json, console=None,
+    ) as progress:
+        task = progress.add_task("import", total=total_lines)
+        last = 1
+        for line, acct in _csv_accounts(file, refused):
+            chunk.append(acct)
+            progress.update(task, completed=line - 1)
+            last = line
+            if len(chunk) >= IMPORT_CHUNK:
+                count = provisioning.upsert_accounts(engine, chunk)
+                added, updated, chunk = added + count.added, updated + count.updated, []
+        if chunk:
+            count = provisioning.upsert_accounts(engine, chunk)
+            added, updated = added + count.added, updated + count.updated
+        progress.update(task, completed=max(last - 1, total_lines))
+    result = {"added": added, "updated": updated, "refused": refused}
+
+    def human() -> None:
+        for bad in refused:
+            click.echo(f"{file}:{bad['line']}: {bad['error']}", err=True)
+        click.echo(f"accounts added {added}, updated {updated}, rows refused {len(refused)}")
+
+    emit(as_json, result, human)
+    if refused:
+        sys.exit(1)
+
+
+@account.command("list")
+@click.option("--limit", type=click.IntRange(min=1), help="Show at most this many.")
+@data_dir_option
+@json_option
+def account_list(limit: int | None, data_dir: Path | None, as_json: bool) -> None:
+    """List subscriber accounts."""
+    rows = [
+        {k: r[k] for k in ("account_number", "company_name", "street", "city", "state")}
+        for r in provisioning.list_accounts(open_store(data_dir), limit)
+    ]
+    columns = [("account_number", "ACCOUNT"), ("company_name", "NAME"), ("street", "STREET"),
+               ("city", "CITY"), ("state", "STATE")]
+    emit(as_json, rows, lambda: table(rows, columns, "no accounts"))
+
+
+# signals -------------------------------------------------------------------------------------
+
+
+@main.group()
+def signal() -> None:
+    """Stored signals."""
+
+
+@signal.command("list")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@data_dir_option
+@json_option
+def signal_list(limit: int, data_dir: Path | None, as_json: bool) -> None:
+    """Show the newest stored signals, newest first."""
+    with open_store(data_dir).connect() as conn:
+        rows = [
+            dict(r)
+            for r in conn.execute(
+                select(s.signal).order_by(desc(s.signal.c.incident_number)).limit(limit)
+            ).mappings()
+        ]
+    for row in rows:
+        row["received"] = _when(row["received_us"])
+    columns = [("incident_number", "INCIDENT"), ("received", "RECEIVED"), ("source", "SOURCE"),
+               ("destination", "DRIVER"), ("dnis", "DNIS"), ("panel", "PANEL"), ("code", "CODE"),
+               ("area", "AREA"), ("zone", "ZONE"), ("token_name", "TOKEN")]
+    emit(as_json, rows, lambda: table(rows, columns, "no signals"))
+
+
+# integrators ---------------------------------------------------------------------------------
+
+
+def _pair(value: str) -> tuple[str, str]:
+    pair = split_pair(value)
+    if pair is None:
+        raise click.BadParameter(f"{value!r} is not SOURCE:DESTINATION")
+    return pair
+
+
+def client_options(func: F) -> F:
+    func = click.option(
+        "--token", envvar="ALARMHUB_TOKEN", required=True,
+        help="Bearer token (env ALARMHUB_TOKEN keeps it out of shell history).",
+    )(func)
+    return click.option(
+        "--url", envvar="ALARMHUB_URL", default="http://127.0.0.1:8080", show_default=True,
+        help="Address of the signaling interface (env ALARMHUB_URL).",
+    )(func)
+
+
+@main.command()
+@click.argument("pair", metavar="SOURCE:DESTINATION")
+@click.option("--dnis", required=True)
+@click.option("--panel", required=True)
+@click.option("--code", required=True, help="Contact ID code, E or R and three digits: E130.")
+@click.option("--area", help="Area 00-99 (default 00).")
+@click.option("--zone", help="Zone or user 000-999 (default 000).")
+@click.option("--idempotency-key", help="Key that makes a retry safe.")
+@client_options
+@json_option
+def send(
+    pair: str, dnis: str, panel: str, code: str, area: str | None, zone: str | None,
+    idempotency_key: str | None, url: str, token: str, as_json: bool,
+) -> None:
+    """Send one Contact ID signal to DESTINATION (the receiver driver)."""
+    import httpx
+
+    source, destination = _pair(pair)
+    try:
+        with SignalClient(url, token) as client:
+            answer = client.send(
+                source, destination, dnis=dnis, panel=panel, code=code, area=area, zone=zone,
+                idempotency_key=idempotency_key,
+            )
+    except httpx.HTTPError as exc:
+        raise CommandError(f"cannot reach {url}: {exc}") from None
+    if as_json:
+        click.echo(json.dumps(answer.body))
+    elif answer.ok:
+        click.echo("signal accepted (stored durably)")
+    else:
+        click.echo(
+            f"signal refused: {answer.body.get('error_code', answer.status_code)} "
+            f"{answer.body.get('message', '')}",
+            err=True,
+        )
+    if not answer.ok:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("pair", metavar="SOURCE:DESTINATION")
+@click.option("--interval", type=click.FloatRange(min=1), default=HEARTBEAT_SECONDS,
+              show_default=True, help="Seconds between heartbeats.")
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many (default: never).")
+@client_options
+def heartbeat(pair: str, interval: float, count: int | None, url: str, token: str) -> None:
+    """Tell the receiver driver that SOURCE is alive, every 20 s until stopped."""
+    import httpx
+
+    source, destination = _pair(pair)
+    sent = 0
+    with SignalClient(url, token) as client:
+        try:
+            while count is None or sent < count:
+                if sent:
+                    time.sleep(interval)
+                sent += 1
+                stamp = time.strftime("%H:%M:%S")
+                try:
+                    answer = client.heartbeat(source, destination)
+                except httpx.HTTPError as exc:
+                    click.echo(f"{stamp} heartbeat failed: cannot reach {url}: {exc}", err=True)
+                    continue
+                if answer.ok:
+                    click.echo(f"{stamp} heartbeat accepted")
+                elif answer.status_code == 401:
+                    raise CommandError(
+                        f"heartbeat refused: {answer.body.get('error_code')} "
+                        f"{answer.body.get('message')}"
+                    )
+                else:
+                    click.echo(f"{stamp} heartbeat answered {answer.status_code}", err=True)
+        except KeyboardInterrupt:
+            click.echo("stopped")

@@ -1,0 +1,94 @@
+"""A Contact ID signal as the signaling interface receives it, and the rules that validate it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alarmhub.contactid import EVENTS
+from alarmhub.core import errors
+from alarmhub.core.errors import Refusal
+
+QUALIFIERS = {"E": "new event", "R": "restore"}
+
+
+@dataclass(frozen=True, slots=True)
+class SignalFields:
+    """The five validated, normalised body fields of a signal."""
+
+    dnis: str
+    panel: str
+    code: str
+    area: str
+    zone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A signal to be stored: everything received, with where and when it came from."""
+
+    source: str
+    destination: str
+    fields: SignalFields
+    token_name: str
+    received_us: int
+    idempotency_key: str | None = None
+
+
+def _alnum(value: str, most: int) -> bool:
+    return 0 < len(value) <= most and value.isascii() and value.isalnum()
+
+
+def _not_all_zeros(value: str) -> bool:
+    return value.strip("0") != ""
+
+
+def _digits(value: str, most: int) -> bool:
+    return 0 < len(value) <= most and value.isascii() and value.isdigit()
+
+
+def _absent(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def valid_dnis(value: object) -> bool:
+    """A dnis is 1-5 ASCII letters or digits, not all zeros."""
+    return isinstance(value, str) and _alnum(value, 5) and _not_all_zeros(value)
+
+
+def validate(body: dict[str, Any]) -> SignalFields | Refusal:
+    """Validate a decoded JSON body; the first failing field, in contract order, is reported."""
+    dnis = body.get("dnis")
+    if _absent(dnis):
+        return errors.DNIS_REQUIRED
+    if not valid_dnis(dnis):
+        return errors.DNIS_INVALID
+    panel = body.get("panel")
+    if _absent(panel):
+        return errors.PANEL_REQUIRED
+    if not (isinstance(panel, str) and _alnum(panel, 10) and _not_all_zeros(panel)):
+        return errors.PANEL_INVALID
+    code = body.get("code")
+    if _absent(code):
+        return errors.CODE_REQUIRED
+    if not (isinstance(code, str) and len(code) == 4):
+        return errors.CODE_INVALID
+    code = code.upper()
+    if code[0] not in QUALIFIERS or code[1:] not in EVENTS:
+        return errors.CODE_INVALID
+    area = body.get("area")
+    if _absent(area):
+        area = "00"
+    elif isinstance(area, str) and _digits(area, 2):
+        area = area.zfill(2)
+    else:
+        return errors.AREA_INVALID
+    zone = body.get("zone_or_user")
+    if _absent(zone):
+        zone = "000"
+    elif isinstance(zone, str) and _digits(zone, 3):
+        zone = zone.zfill(3)
+    else:
+        return errors.ZONE_INVALID
+    assert isinstance(dnis, str)
+    return SignalFields(dnis=dnis, panel=panel, code=code, area=area, zone=zone)

@@ -1,0 +1,85 @@
+"""Bearer tokens on the server: a cache of grants that follows CLI changes without a restart.
+
+The cache is reloaded when the provisioning revision in the database changes (polled twice a
+second), and a token the cache does not know is looked up in the database at once, so a token
+created while the server runs works on its first request. Tokens are found by their SHA-256
+hash: no comparison ever runs over the secret itself, so its timing tells nothing about it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy.engine import Engine
+
+from alarmhub.core.tokens import Grant, token_hash
+from alarmhub.store import provisioning
+
+log = logging.getLogger("alarmhub.auth")
+POLL_SECONDS = 0.5
+BEARER = "bearer "
+
+
+class GrantCache:
+    """Grants by token hash, and the set of known drivers, kept fresh from the database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._grants: dict[str, Grant] = {}
+        self.drivers: frozenset[str] = frozenset()
+        self._revision = -1
+        self._task: asyncio.Task[None] | None = None
+
+    def load(self) -> None:
+        with self._engine.connect() as conn:
+            current = provisioning.revision(conn)
+            if current == self._revision:
+                return
+            self._grants = provisioning.active_grants(conn)
+            self.drivers = provisioning.driver_names(conn)
+            self._revision = current
+        log.info("provisioning loaded", extra={"revision": current, "tokens": len(self._grants)})
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.load)
+        self._task = asyncio.create_task(self._poll(), name="grant-cache")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                await asyncio.to_thread(self.load)
+            except Exception as exc:  # the database may be away; keep the last good state
+                log.warning("provisioning reload failed", extra={"error": repr(exc)})
+
+    async def authenticate(self, authorization: str | None) -> Grant | None:
+        """The grant of the bearer token in an ``Authorization`` header, or None."""
+        if not authorization or authorization[:7].lower() != BEARER:
+            return None
+        presented = authorization[7:].strip()
+        if not presented:
+            return None
+        digest = token_hash(presented)
+        grant = self._grants.get(digest)
+        if grant is None:
+            try:
+                grant = await asyncio.to_thread(self._lookup, digest)
+            except Exception as exc:
+                log.warning("token lookup failed", extra={"error": repr(exc)})
+                return None
+            if grant is None:
+                return None
+            self._grants[digest] = grant
+        return grant
+
+    def _lookup(self, digest: str) -> Grant | None:
+        with self._engine.connect() as conn:
+            grant = provisioning.grant_for_hash(conn, digest)
+            if grant is not None:
+                self.drivers = provisioning.driver_names(conn)
+            return grant

@@ -1,0 +1,150 @@
+"""HTTP routes of the signaling interface: translate requests to core calls and back."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from alarmhub import metrics
+from alarmhub.clock import now_us
+from alarmhub.core import errors
+from alarmhub.core.errors import Refusal
+from alarmhub.core.signal import Signal, validate
+from alarmhub.core.tokens import split_pair
+from alarmhub.store.engine import StoreUnavailable
+
+if TYPE_CHECKING:
+    from alarmhub.app import Runtime
+
+log = logging.getLogger("alarmhub.rx")
+INTERFACE = "contact_id"
+JSON = "application/json"
+SUCCESS = b'{"status_code":200,"status":"success"}'
+IDEMPOTENCY_KEY_MAX = 255
+IDEMPOTENCY_INVALID = Refusal(
+    "IDEMPOTENCY-1", f"Idempotency-Key must be 1-{IDEMPOTENCY_KEY_MAX} printable ASCII characters"
+)
+
+
+def _render(refusal: Refusal) -> bytes:
+    return orjson.dumps(
+        {
+            "status_code": refusal.status_code,
+            "status": "error",
+            "error_code": refusal.error_code,
+            "message": refusal.message,
+        }
+    )
+
+
+_BODIES = {r.error_code: _render(r) for r in (*errors.ALL, IDEMPOTENCY_INVALID)}
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+def error_response(refusal: Refusal) -> Response:
+    """The error envelope of section 2.2; the HTTP status equals its ``status_code``."""
+    return Response(
+        _BODIES.get(refusal.error_code) or _render(refusal),
+        status_code=refusal.status_code,
+        media_type=JSON,
+        headers=_CHALLENGE if refusal.status_code == 401 else None,
+    )
+
+
+def refuse(refusal: Refusal) -> Response:
+    metrics.SIGNALS_REFUSED.labels(INTERFACE, refusal.error_code).inc()
+    return error_response(refusal)
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None when it is longer than ``limit`` bytes."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        return None
+    chunks = bytearray()
+    async for chunk in request.stream():
+        chunks += chunk
+        if len(chunks) > limit:
+            return None
+    return bytes(chunks)
+
+
+def _idempotency_key(request: Request) -> str | None | Refusal:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not (0 < len(key) <= IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
+        return IDEMPOTENCY_INVALID
+    return key
+
+
+def routes(runtime: Runtime) -> list[Route]:
+    grants = runtime.grants
+    writer = runtime.writer
+    body_limit = runtime.settings.max_body_bytes
+
+    async def contact_id(request: Request) -> Response:
+        received = now_us()
+        grant = await grants.authenticate(request.headers.get("authorization"))
+        if grant is None:
+            return refuse(errors.AUTH_FAILED)
+        raw = await _read_body(request, body_limit)
+        try:
+            body = orjson.loads(raw) if raw is not None else None
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            return refuse(errors.BODY_INVALID)
+        fields = validate(body)
+        if isinstance(fields, Refusal):
+            return refuse(fields)
+        pair = split_pair(request.path_params["pair"])
+        if pair is None or not grant.may_queue(pair[1]) or pair[1] not in grants.drivers:
+            return refuse(errors.BUFFER_REFUSED)
+        key = _idempotency_key(request)
+        if isinstance(key, Refusal):
+            return refuse(key)
+        signal = Signal(pair[0], pair[1], fields, grant.name, received, key)
+        try:
+            stored = await writer.submit(signal)
+        except StoreUnavailable as exc:
+            log.error("signal not stored", extra={"source": pair[0], "reason": str(exc)})
+            return refuse(errors.STORE_FAILED)
+        if stored.duplicate:
+            metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE).inc()
+        else:
+            metrics.SIGNALS_ACCEPTED.labels(INTERFACE).inc()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "signal stored",
+                extra={
+                    "incident_number": stored.incident_number,
+                    "source": pair[0],
+                    "destination": pair[1],
+                    "code": fields.code,
+                    "duplicate": stored.duplicate,
+                },
+            )
+        return Response(SUCCESS, media_type=JSON)
+
+    async def heartbeat(request: Request) -> Response:
+        grant = await grants.authenticate(request.headers.get("authorization"))
+        if grant is None:
+            metrics.HEARTBEAT_REFUSED.labels(errors.AUTH_FAILED.error_code).inc()
+            return error_response(errors.AUTH_FAILED)
+        pair = split_pair(request.path_params["pair"])
+        if pair is None or not grant.may_beat(*pair):
+            metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
+            return error_response(errors.HEARTBEAT_REFUSED)
+        runtime.heartbeats.beat(*pair)
+        return Response(SUCCESS, media_type=JSON)
+
+    return [
+        Route("/rx/{pair}/contact_id", contact_id, methods=["POST"]),
+        Route("/rx/{pair}/hb", heartbeat, methods=["GET"]),
+    ]

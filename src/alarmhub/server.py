@@ -1,0 +1,117 @@
+"""``alarmhub serve``: one process, one or two HTTP listeners, a clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+
+import uvicorn
+
+from alarmhub.app import Part, Runtime, build_app
+from alarmhub.settings import Settings
+
+log = logging.getLogger("alarmhub.server")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """A host and port and the interfaces served there."""
+
+    host: str
+    port: int
+    parts: tuple[Part, ...]
+
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) into its parts; ValueError when malformed."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not HOST:PORT")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server whose signals the node handles, so several can stop together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def run(
+    settings: Settings,
+    listeners: Sequence[Listener],
+    on_ready: Callable[[Runtime], None] | None = None,
+    extra_routes: Callable[[Runtime], list[object]] | None = None,
+) -> None:
+    """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
+    (in-flight requests finish), then the writer (queued signals are committed)."""
+    runtime = Runtime(settings)
+    await runtime.start()
+    servers: list[_Server] = []
+    for listener in listeners:
+        app = build_app(runtime, listener.parts)
+        if extra_routes is not None:
+            app.router.routes.extend(extra_routes(runtime))  # type: ignore[arg-type]
+        config = uvicorn.Config(
+            app,
+            host=listener.host,
+            port=listener.port,
+            loop="none",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            server_header=False,
+            timeout_graceful_shutdown=30,
+        )
+        servers.append(_Server(config))
+
+    loop = asyncio.get_running_loop()
+
+    def stop(signame: str) -> None:
+        log.info("stop requested", extra={"signal": signame})
+        for server in servers:
+            if server.should_exit:
+                server.force_exit = True
+            server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop, sig.name)
+    tasks = [asyncio.create_task(server.serve()) for server in servers]
+    try:
+        while not all(server.started for server in servers):
+            if any(task.done() for task in tasks):
+                break
+            await asyncio.sleep(0.02)
+        if all(server.started for server in servers) and on_ready is not None:
+            on_ready(runtime)
+        await asyncio.gather(*tasks, return_exceptions=False)
+    finally:
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await runtime.stop()
+    if not all(server.started for server in servers):
+        raise SystemExit("a listener could not start (is the port in use?)")
+
+
+def serve(
+    settings: Settings,
+    listeners: Sequence[Listener],
+    on_ready: Callable[[Runtime], None] | None = None,
+    extra_routes: Callable[[Runtime], list[object]] | None = None,
+) -> None:
+    """Run the node on uvloop until it is told to stop."""
+    import uvloop
+
+    uvloop.run(run(settings, listeners, on_ready, extra_routes))

@@ -1,0 +1,106 @@
+"""One typed settings object: defaults, an optional ``alarmhub.toml``, then ``ALARMHUB_*`` env."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
+
+CONFIG_FILE = "alarmhub.toml"
+
+
+class SettingsError(ValueError):
+    """A setting has a value alarmhub cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a node needs to know at start-up."""
+
+    data_dir: Path = Path("var")
+    database_url: str = ""
+    heartbeat_timeout: int = DEFAULT_TIMEOUT_S
+    heartbeat_flush_seconds: float = 5.0
+    idempotency_hours: int = 24
+    max_batch: int = 2000
+    max_body_bytes: int = 16384
+    log_level: str = "info"
+    log_format: str = "keyvalue"
+
+    @property
+    def database(self) -> str:
+        """The SQLAlchemy URL: the explicit one, else SQLite in the data directory."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'alarmhub.db'}"
+
+    def masked(self) -> dict[str, str]:
+        """The settings as text for the start-up log, secrets hidden."""
+        shown: dict[str, str] = {}
+        for f in fields(self):
+            value = str(getattr(self, f.name))
+            if f.name == "database_url" and "@" in value:
+                scheme, _, rest = value.partition("://")
+                value = f"{scheme}://***@{rest.rpartition('@')[2]}"
+            shown[f.name] = value
+        shown["database"] = shown["database_url"] or self.database
+        return shown
+
+
+def _coerce(name: str, raw: Any, kind: type) -> Any:
+    try:
+        if kind is Path:
+            return Path(str(raw))
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from None
+
+
+_KINDS: dict[str, type] = {
+    "data_dir": Path,
+    "database_url": str,
+    "heartbeat_timeout": int,
+    "heartbeat_flush_seconds": float,
+    "idempotency_hours": int,
+    "max_batch": int,
+    "max_body_bytes": int,
+    "log_level": str,
+    "log_format": str,
+}
+
+
+def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from (lowest first) defaults, the data directory's TOML file, env, arguments."""
+    env = os.environ
+    directory = Path(data_dir or env.get("ALARMHUB_DATA_DIR") or "var")
+    values: dict[str, Any] = {"data_dir": directory}
+    toml_path = directory / CONFIG_FILE
+    if toml_path.is_file():
+        with toml_path.open("rb") as fh:
+            try:
+                from_file = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise SettingsError(f"{toml_path}: {exc}") from None
+        for key, raw in from_file.items():
+            if key not in _KINDS or key == "data_dir":
+                raise SettingsError(f"{toml_path}: unknown setting {key!r}")
+            values[key] = _coerce(key, raw, _KINDS[key])
+    for key, kind in _KINDS.items():
+        name = f"ALARMHUB_{key.upper()}"
+        if key != "data_dir" and name in env and env[name] != "":
+            values[key] = _coerce(name, env[name], kind)
+    for key, raw in overrides.items():
+        if raw is not None:
+            values[key] = _coerce(key, raw, _KINDS[key])
+    settings = replace(Settings(), **values)
+    if settings.heartbeat_timeout <= 0:
+        raise SettingsError("heartbeat_timeout must be a positive number of seconds")
+    if settings.max_batch <= 0:
+        raise SettingsError("max_batch must be positive")
+    return settings

@@ -1,0 +1,1 @@
+"""Persistence: schema, migrations, the group-commit writer and the query functions."""

@@ -1,0 +1,54 @@
+"""Engines and migrations: one function to open the database at a URL, ready for use."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from importlib import resources
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, create_engine, inspect
+from sqlalchemy.engine import Engine
+
+from alarmhub.store import sqlite
+
+
+class StoreUnavailable(RuntimeError):
+    """The database could not be reached or written."""
+
+
+def open_engine(url: str) -> Engine:
+    """An engine for ``url`` with the dialect's settings applied."""
+    if url.startswith("sqlite"):
+        sqlite.prepare_url(url)
+        engine = create_engine(url, pool_size=8, max_overflow=8)
+        sqlite.configure(engine)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:
+    """A transaction that will write: on SQLite it takes the write lock at its start."""
+    return engine.execution_options(**{sqlite.WRITE_OPTION: True}).begin()
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    location = resources.files("alarmhub.store").joinpath("migrations")
+    config.set_main_option("script_location", str(location))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration (a no-op when it is there already)."""
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with write_transaction(engine) as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def is_new(engine: Engine) -> bool:
+    """True when the database has no alarmhub schema yet."""
+    with engine.connect() as connection:
+        return not inspect(connection).has_table("signal")

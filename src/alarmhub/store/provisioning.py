@@ -1,0 +1,293 @@
+"""Provisioning data: drivers, bearer tokens, dnis lines and accounts (used by CLI and server)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.engine import Engine
+
+from alarmhub.clock import now_us
+from alarmhub.core import tokens
+from alarmhub.core.account import Account, account_problem
+from alarmhub.core.line_mask import mask_problem
+from alarmhub.core.signal import valid_dnis
+from alarmhub.store import schema as s
+from alarmhub.store.engine import write_transaction
+
+PROVISIONING = "provisioning"
+
+
+class ProvisioningError(ValueError):
+    """A provisioning request that cannot be carried out; the text is for the user."""
+
+
+def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
+    """Tell running servers that provisioning data changed (they reload their caches)."""
+    changed = conn.execute(
+        update(s.revision).where(s.revision.c.name == name).values(value=s.revision.c.value + 1)
+    ).rowcount
+    if not changed:
+        conn.execute(insert(s.revision).values(name=name, value=1))
+
+
+def revision(conn: Connection, name: str = PROVISIONING) -> int:
+    value = conn.execute(select(s.revision.c.value).where(s.revision.c.name == name)).scalar()
+    return int(value or 0)
+
+
+# drivers -------------------------------------------------------------------------------------
+
+
+def add_driver(engine: Engine, name: str) -> dict[str, Any]:
+    if not tokens.valid_name(name):
+        raise ProvisioningError(
+            f"invalid driver name {name!r}: use 1-64 letters, digits, '_', '.', '-'"
+        )
+    with write_transaction(engine) as conn:
+        if conn.execute(select(s.driver.c.name).where(s.driver.c.name == name)).first():
+            raise ProvisioningError(f"driver {name!r} already exists")
+        created = now_us()
+        conn.execute(insert(s.driver).values(name=name, created_us=created))
+        bump_revision(conn)
+    return {"name": name, "created_us": created}
+
+
+def list_drivers(engine: Engine) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        rows = conn.execute(select(s.driver).order_by(s.driver.c.name)).mappings()
+        return [dict(r) for r in rows]
+
+
+def driver_names(conn: Connection) -> frozenset[str]:
+    return frozenset(conn.execute(select(s.driver.c.name)).scalars())
+
+
+# tokens --------------------------------------------------------------------------------------
+
+
+def _parse_pair(pair: str) -> tuple[str, str]:
+    split = tokens.split_pair(pair)
+    if split is None:
+        raise ProvisioningError(f"invalid heartbeat pair {pair!r}: expected SOURCE:DESTINATION")
+    return split
+
+
+def create_token(
+    engine: Engine, name: str, drivers: Sequence[str] = (), pairs: Sequence[str] = ()
+) -> str:
+    """Create a token and return it: the only time it is ever shown."""
+    if not tokens.valid_name(name):
+        raise ProvisioningError(
+            f"invalid token name {name!r}: use 1-64 letters, digits, '_', '.', '-'"
+        )
+    parsed_pairs = sorted({_parse_pair(p) for p in pairs})
+    secret = tokens.new_token()
+    with write_transaction(engine) as conn:
+        if conn.execute(select(s.token.c.name).where(s.token.c.name == name)).first():
+            raise ProvisioningError(f"token {name!r} already exists")
+        known = driver_names(conn)
+        for driver in drivers:
+            if driver not in known:
+                raise ProvisioningError(f"unknown driver {driver!r} (add it with 'driver add')")
+        conn.execute(
+            insert(s.token).values(
+                name=name, token_hash=tokens.token_hash(secret), created_us=now_us()
+            )
+        )
+        if drivers:
+            conn.execute(
+                insert(s.token_driver),
+                [{"token_name": name, "driver_name": d} for d in sorted(set(drivers))],
+            )
+        if parsed_pairs:
+            conn.execute(
+                insert(s.token_heartbeat),
+                [{"token_name": name, "source": a, "destination": b} for a, b in parsed_pairs],
+            )
+        bump_revision(conn)
+    return secret
+
+
+def list_tokens(engine: Engine) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        grants = _grants(conn, include_revoked=True)
+        rows = conn.execute(select(s.token).order_by(s.token.c.name)).mappings().all()
+    result = []
+    for row in rows:
+        grant = grants[row["name"]]
+        result.append(
+            {
+                "name": row["name"],
+                "drivers": sorted(grant.drivers),
+                "heartbeat": sorted(f"{a}:{b}" for a, b in grant.pairs),
+                "created_us": row["created_us"],
+                "revoked_us": row["revoked_us"],
+            }
+        )
+    return result
+
+
+def revoke_token(engine: Engine, name: str) -> None:
+    with write_transaction(engine) as conn:
+        row = conn.execute(select(s.token.c.revoked_us).where(s.token.c.name == name)).first()
+        if row is None:
+            raise ProvisioningError(f"no token named {name!r}")
+        if row.revoked_us is not None:
+            raise ProvisioningError(f"token {name!r} is already revoked")
+        conn.execute(update(s.token).where(s.token.c.name == name).values(revoked_us=now_us()))
+        bump_revision(conn)
+
+
+def _grants(
+    conn: Connection, include_revoked: bool = False, token_hash: str | None = None
+) -> dict[str, tokens.Grant]:
+    query = select(s.token.c.name)
+    if not include_revoked:
+        query = query.where(s.token.c.revoked_us.is_(None))
+    if token_hash is not None:
+        query = query.where(s.token.c.token_hash == token_hash)
+    names = set(conn.execute(query).scalars())
+    drivers: dict[str, set[str]] = {n: set() for n in names}
+    pairs: dict[str, set[tuple[str, str]]] = {n: set() for n in names}
+    for token_name, driver in conn.execute(select(s.token_driver)):
+        if token_name in drivers:
+            drivers[token_name].add(driver)
+    for token_name, source, destination in conn.execute(select(s.token_heartbeat)):
+        if token_name in pairs:
+            pairs[token_name].add((source, destination))
+    return {
+        n: tokens.Grant(name=n, drivers=frozenset(drivers[n]), pairs=frozenset(pairs[n]))
+        for n in names
+    }
+
+
+def active_grants(conn: Connection) -> dict[str, tokens.Grant]:
+    """Every unrevoked token's grant, keyed by the token's hash."""
+    hashes = {
+        name: digest
+        for name, digest in conn.execute(
+            select(s.token.c.name, s.token.c.token_hash).where(s.token.c.revoked_us.is_(None))
+        )
+    }
+    grants = _grants(conn)
+    return {hashes[name]: grant for name, grant in grants.items()}
+
+
+def grant_for_hash(conn: Connection, token_hash: str) -> tokens.Grant | None:
+    """The grant of the unrevoked token with this hash, if there is one."""
+    grants = _grants(conn, token_hash=token_hash)
+    return next(iter(grants.values()), None)
+
+
+# dnis lines ----------------------------------------------------------------------------------
+
+
+def add_dnis(engine: Engine, dnis: str, mask: str) -> dict[str, Any]:
+    if not valid_dnis(dnis):
+        raise ProvisioningError(
+            f"invalid dnis {dnis!r}: must be 1-5 letters or digits, not all zeros"
+        )
+    problem = mask_problem(mask)
+    if problem:
+        raise ProvisioningError(f"invalid mask {mask!r}: {problem}")
+    with write_transaction(engine) as conn:
+        if conn.execute(select(s.dnis.c.dnis).where(s.dnis.c.dnis == dnis)).first():
+            raise ProvisioningError(f"dnis {dnis!r} already exists")
+        created = now_us()
+        conn.execute(insert(s.dnis).values(dnis=dnis, line_mask=mask, created_us=created))
+        bump_revision(conn)
+    return {"dnis": dnis, "line_mask": mask, "created_us": created}
+
+
+def list_dnis(engine: Engine) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        return [dict(r) for r in conn.execute(select(s.dnis).order_by(s.dnis.c.dnis)).mappings()]
+
+
+# accounts ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ImportCount:
+    added: int
+    updated: int
+
+
+def add_account(engine: Engine, account: Account) -> dict[str, Any]:
+    problem = account_problem(account)
+    if problem:
+        raise ProvisioningError(f"invalid account {account.account_number!r}: {problem}")
+    with write_transaction(engine) as conn:
+        number = account.account_number
+        if conn.execute(
+            select(s.account.c.account_number).where(s.account.c.account_number == number)
+        ).first():
+            raise ProvisioningError(f"account {number!r} already exists")
+        now = now_us()
+        conn.execute(
+            insert(s.account).values(_account_values(account), created_us=now, updated_us=now)
+        )
+        bump_revision(conn)
+    return _account_values(account)
+
+
+def _account_values(account: Account) -> dict[str, str]:
+    return {
+        "account_number": account.account_number,
+        "company_name": account.company_name,
+        "street": account.street,
+        "city": account.city,
+        "state": account.state,
+    }
+
+
+def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
+    """Add new accounts and update existing ones, in one transaction (valid accounts only)."""
+    batch = list({a.account_number: a for a in accounts}.values())  # the last row wins
+    added = updated = 0
+    with write_transaction(engine) as conn:
+        numbers = [a.account_number for a in batch]
+        existing: set[str] = set()
+        for start in range(0, len(numbers), 500):
+            chunk = numbers[start : start + 500]
+            existing.update(
+                conn.execute(
+                    select(s.account.c.account_number).where(s.account.c.account_number.in_(chunk))
+                ).scalars()
+            )
+        now = now_us()
+        new_rows = [
+            {**_account_values(a), "created_us": now, "updated_us": now}
+            for a in batch
+            if a.account_number not in existing
+        ]
+        if new_rows:
+            conn.execute(insert(s.account), new_rows)
+            added = len(new_rows)
+        for a in batch:
+            if a.account_number in existing:
+                values = _account_values(a)
+                conn.execute(
+                    update(s.account)
+                    .where(s.account.c.account_number == a.account_number)
+                    .values(values, updated_us=now)
+                )
+                updated += 1
+        bump_revision(conn)
+    return ImportCount(added=added, updated=updated)
+
+
+def list_accounts(engine: Engine, limit: int | None = None) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        query = select(s.account).order_by(s.account.c.account_number)
+        if limit:
+            query = query.limit(limit)
+        return [dict(r) for r in conn.execute(query).mappings()]
+
+
+def count_accounts(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(s.account)).scalar() or 0)

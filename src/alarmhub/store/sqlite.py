@@ -1,0 +1,45 @@
+"""Everything SQLite-specific: WAL, ``synchronous=FULL``, busy waits and immediate transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+
+BUSY_TIMEOUT_MS = 10_000
+WRITE_OPTION = "alarmhub_write"
+
+
+def prepare_url(url: str) -> None:
+    """Create the directory of a file database so that a new data directory just works."""
+    parsed = make_url(url)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def configure(engine: Engine) -> None:
+    """Durable, concurrent settings on every new connection.
+
+    WAL lets readers (the CLI, queries) run beside the writer; ``synchronous=FULL`` fsyncs the WAL
+    at every commit, so a committed signal survives power loss. Transactions start with
+    ``BEGIN IMMEDIATE`` when they will write (execution option ``alarmhub_write``), so two
+    writers queue on the busy timeout instead of failing to upgrade a read lock; reads take none.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        write = connection.get_execution_options().get(WRITE_OPTION)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
