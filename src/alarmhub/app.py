@@ -20,10 +20,12 @@ from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
+from alarmhub.store import sqlite
 from alarmhub.store.writer import SignalWriter
 
 log = logging.getLogger("alarmhub.app")
 Part = Literal["rx", "rest"]
+CHECKPOINT_SECONDS = 1.0
 
 
 class Runtime:
@@ -32,11 +34,12 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.engine = store_engine.open_engine(settings.database)
-        self.writer = SignalWriter(self.engine, settings.max_batch, settings.idempotency_hours)
+        self.writer = SignalWriter(self.engine, settings)
         self.grants = GrantCache(self.engine)
         self.heartbeats = HeartbeatSupervisor(
             self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds
         )
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         await asyncio.to_thread(store_engine.upgrade, self.engine)
@@ -44,10 +47,22 @@ class Runtime:
         await self.grants.start()
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
+        if self.engine.dialect.name == "sqlite":
+            self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            try:
+                await asyncio.to_thread(sqlite.checkpoint, self.engine)
+            except Exception as exc:
+                log.warning("checkpoint failed", extra={"error": repr(exc)})
 
     async def stop(self) -> None:
         """Stop supervision, flush heartbeats, commit every signal still queued."""
+        for task in self._tasks:
+            task.cancel()
         await self.grants.stop()
         await self.heartbeats.stop()
         await self.writer.stop()

@@ -206,8 +206,10 @@ def _demo_banner(data_dir: Path) -> str | None:
     text = demo.saved_credentials(data_dir)
     if text is None:
         return None
-    return text + "  try:  .venv/bin/alarmhub send demo-site:demo --token <token> " + (
-        "--dnis 1234 --panel 0042 --code E130 --zone 015\n"
+    return (
+        text
+        + "  try:  .venv/bin/alarmhub send demo-site:demo --token <token> "
+        + ("--dnis 1234 --panel 0042 --code E130 --zone 015\n")
     )
 
 
@@ -278,7 +280,10 @@ def token() -> None:
 @json_option
 @provisioning_errors
 def token_create(
-    name: str, drivers: tuple[str, ...], pairs: tuple[str, ...], data_dir: Path | None,
+    name: str,
+    drivers: tuple[str, ...],
+    pairs: tuple[str, ...],
+    data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Create a token; it is printed once and stored only as a hash."""
@@ -306,8 +311,13 @@ def token_list(data_dir: Path | None, as_json: bool) -> None:
         }
         for r in rows
     ]
-    columns = [("name", "TOKEN"), ("drivers", "DRIVERS"), ("heartbeat", "HEARTBEAT"),
-               ("created", "CREATED"), ("revoked", "REVOKED")]
+    columns = [
+        ("name", "TOKEN"),
+        ("drivers", "DRIVERS"),
+        ("heartbeat", "HEARTBEAT"),
+        ("created", "CREATED"),
+        ("revoked", "REVOKED"),
+    ]
     emit(as_json, shown, lambda: table(shown, columns, "no tokens"))
 
 
@@ -351,8 +361,10 @@ def dnis_add(dnis: str, mask: str, data_dir: Path | None, as_json: bool) -> None
 @json_option
 def dnis_list(data_dir: Path | None, as_json: bool) -> None:
     """List receiver lines."""
-    rows = [{"dnis": r["dnis"], "mask": r["line_mask"]}
-            for r in provisioning.list_dnis(open_store(data_dir))]
+    rows = [
+        {"dnis": r["dnis"], "mask": r["line_mask"]}
+        for r in provisioning.list_dnis(open_store(data_dir))
+    ]
     emit(as_json, rows, lambda: table(rows, [("dnis", "DNIS"), ("mask", "MASK")], "no dnis"))
 
 
@@ -374,7 +386,12 @@ def account() -> None:
 @json_option
 @provisioning_errors
 def account_add(
-    account_number: str, name: str, street: str, city: str, state: str, data_dir: Path | None,
+    account_number: str,
+    name: str,
+    street: str,
+    city: str,
+    state: str,
+    data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Add subscriber ACCOUNT."""
@@ -395,9 +412,7 @@ CSV_COLUMNS = {
 }
 
 
-def _csv_accounts(
-    path: Path, refused: list[dict[str, Any]]
-) -> Iterator[tuple[int, Account]]:
+def _csv_accounts(path: Path, refused: list[dict[str, Any]]) -> Iterator[tuple[int, Account]]:
     """Valid accounts of a CSV file with their line numbers; bad rows go to ``refused``."""
     with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
@@ -440,8 +455,12 @@ def account_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
     added = updated = 0
     chunk: list[Account] = []
     with Progress(
-        TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
-        transient=True, disable=as_json, console=None,
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        transient=True,
+        disable=as_json,
+        console=None,
     ) as progress:
         task = progress.add_task("import", total=total_lines)
         last = 1
@@ -478,8 +497,13 @@ def account_list(limit: int | None, data_dir: Path | None, as_json: bool) -> Non
         {k: r[k] for k in ("account_number", "company_name", "street", "city", "state")}
         for r in provisioning.list_accounts(open_store(data_dir), limit)
     ]
-    columns = [("account_number", "ACCOUNT"), ("company_name", "NAME"), ("street", "STREET"),
-               ("city", "CITY"), ("state", "STATE")]
+    columns = [
+        ("account_number", "ACCOUNT"),
+        ("company_name", "NAME"),
+        ("street", "STREET"),
+        ("city", "CITY"),
+        ("state", "STATE"),
+    ]
     emit(as_json, rows, lambda: table(rows, columns, "no accounts"))
 
 
@@ -506,9 +530,18 @@ def signal_list(limit: int, data_dir: Path | None, as_json: bool) -> None:
         ]
     for row in rows:
         row["received"] = _when(row["received_us"])
-    columns = [("incident_number", "INCIDENT"), ("received", "RECEIVED"), ("source", "SOURCE"),
-               ("destination", "DRIVER"), ("dnis", "DNIS"), ("panel", "PANEL"), ("code", "CODE"),
-               ("area", "AREA"), ("zone", "ZONE"), ("token_name", "TOKEN")]
+    columns = [
+        ("incident_number", "INCIDENT"),
+        ("received", "RECEIVED"),
+        ("source", "SOURCE"),
+        ("destination", "DRIVER"),
+        ("dnis", "DNIS"),
+        ("panel", "PANEL"),
+        ("code", "CODE"),
+        ("area", "AREA"),
+        ("zone", "ZONE"),
+        ("token_name", "TOKEN"),
+    ]
     emit(as_json, rows, lambda: table(rows, columns, "no signals"))
 
 
@@ -524,11 +557,16 @@ def _pair(value: str) -> tuple[str, str]:
 
 def client_options(func: F) -> F:
     func = click.option(
-        "--token", envvar="ALARMHUB_TOKEN", required=True,
+        "--token",
+        envvar="ALARMHUB_TOKEN",
+        required=True,
         help="Bearer token (env ALARMHUB_TOKEN keeps it out of shell history).",
     )(func)
     return click.option(
-        "--url", envvar="ALARMHUB_URL", default="http://127.0.0.1:8080", show_default=True,
+        "--url",
+        envvar="ALARMHUB_URL",
+        default="http://127.0.0.1:8080",
+        show_default=True,
         help="Address of the signaling interface (env ALARMHUB_URL).",
     )(func)
 
@@ -544,8 +582,16 @@ def client_options(func: F) -> F:
 @client_options
 @json_option
 def send(
-    pair: str, dnis: str, panel: str, code: str, area: str | None, zone: str | None,
-    idempotency_key: str | None, url: str, token: str, as_json: bool,
+    pair: str,
+    dnis: str,
+    panel: str,
+    code: str,
+    area: str | None,
+    zone: str | None,
+    idempotency_key: str | None,
+    url: str,
+    token: str,
+    as_json: bool,
 ) -> None:
     """Send one Contact ID signal to DESTINATION (the receiver driver)."""
     import httpx
@@ -554,7 +600,13 @@ def send(
     try:
         with SignalClient(url, token) as client:
             answer = client.send(
-                source, destination, dnis=dnis, panel=panel, code=code, area=area, zone=zone,
+                source,
+                destination,
+                dnis=dnis,
+                panel=panel,
+                code=code,
+                area=area,
+                zone=zone,
                 idempotency_key=idempotency_key,
             )
     except httpx.HTTPError as exc:
@@ -575,8 +627,13 @@ def send(
 
 @main.command()
 @click.argument("pair", metavar="SOURCE:DESTINATION")
-@click.option("--interval", type=click.FloatRange(min=1), default=HEARTBEAT_SECONDS,
-              show_default=True, help="Seconds between heartbeats.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1),
+    default=HEARTBEAT_SECONDS,
+    show_default=True,
+    help="Seconds between heartbeats.",
+)
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many (default: never).")
 @client_options
 def heartbeat(pair: str, interval: float, count: int | None, url: str, token: str) -> None:

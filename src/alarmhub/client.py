@@ -1,9 +1,9 @@
 """The integrators' client: send signals and heartbeats to an alarmhub signaling interface.
 
-    >>> from alarmhub.client import SignalClient
-    >>> client = SignalClient("http://127.0.0.1:8080", token="...")
-    >>> client.send("site1", "demo", dnis="1234", panel="0042", code="E130", zone="015")
-    Answer(status_code=200, body={'status_code': 200, 'status': 'success'})
+>>> from alarmhub.client import SignalClient
+>>> client = SignalClient("http://127.0.0.1:8080", token="...")
+>>> client.send("site1", "demo", dnis="1234", panel="0042", code="E130", zone="015")
+Answer(status_code=200, body={'status_code': 200, 'status': 'success'})
 """
 
 from __future__ import annotations

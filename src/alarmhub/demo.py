@@ -13,7 +13,7 @@ from alarmhub.store import provisioning
 DRIVER = "demo"
 DNIS = "1234"
 MASK = "70####"
-TOKEN_NAME = "demo-token"
+TOKEN_NAME = "demo-token"  # noqa: S105 (a name, not a secret)
 SOURCE = "demo-site"
 CREDENTIALS_FILE = "DEMO-CREDENTIALS.txt"
 ACCOUNTS = (

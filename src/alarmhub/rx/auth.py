@@ -57,14 +57,24 @@ class GrantCache:
             except Exception as exc:  # the database may be away; keep the last good state
                 log.warning("provisioning reload failed", extra={"error": repr(exc)})
 
-    async def authenticate(self, authorization: str | None) -> Grant | None:
-        """The grant of the bearer token in an ``Authorization`` header, or None."""
+    @staticmethod
+    def _digest(authorization: str | None) -> str | None:
         if not authorization or authorization[:7].lower() != BEARER:
             return None
         presented = authorization[7:].strip()
-        if not presented:
+        return token_hash(presented) if presented else None
+
+    def cached(self, authorization: str | None) -> Grant | None:
+        """The grant of the bearer token in an ``Authorization`` header, if already known."""
+        digest = self._digest(authorization)
+        return self._grants.get(digest) if digest else None
+
+    async def authenticate(self, authorization: str | None) -> Grant | None:
+        """The grant of the bearer token in an ``Authorization`` header, or None; a token the
+        cache does not know is looked up in the database."""
+        digest = self._digest(authorization)
+        if digest is None:
             return None
-        digest = token_hash(presented)
         grant = self._grants.get(digest)
         if grant is None:
             try:

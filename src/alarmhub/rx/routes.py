@@ -56,6 +56,10 @@ def error_response(refusal: Refusal) -> Response:
     )
 
 
+ACCEPTED = metrics.SIGNALS_ACCEPTED.labels(INTERFACE)
+DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE)
+
+
 def refuse(refusal: Refusal) -> Response:
     metrics.SIGNALS_REFUSED.labels(INTERFACE, refusal.error_code).inc()
     return error_response(refusal)
@@ -64,8 +68,8 @@ def refuse(refusal: Refusal) -> Response:
 async def _read_body(request: Request, limit: int) -> bytes | None:
     """The body, or None when it is longer than ``limit`` bytes."""
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        return None
+    if length is not None and length.isdigit():
+        return await request.body() if int(length) <= limit else None
     chunks = bytearray()
     async for chunk in request.stream():
         chunks += chunk
@@ -74,8 +78,7 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return bytes(chunks)
 
 
-def _idempotency_key(request: Request) -> str | None | Refusal:
-    key = request.headers.get("idempotency-key")
+def _idempotency_key(key: str | None) -> str | Refusal | None:
     if key is None:
         return None
     if not (0 < len(key) <= IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
@@ -90,7 +93,9 @@ def routes(runtime: Runtime) -> list[Route]:
 
     async def contact_id(request: Request) -> Response:
         received = now_us()
-        grant = await grants.authenticate(request.headers.get("authorization"))
+        headers = request.headers
+        authorization = headers.get("authorization")
+        grant = grants.cached(authorization) or await grants.authenticate(authorization)
         if grant is None:
             return refuse(errors.AUTH_FAILED)
         raw = await _read_body(request, body_limit)
@@ -106,7 +111,7 @@ def routes(runtime: Runtime) -> list[Route]:
         pair = split_pair(request.path_params["pair"])
         if pair is None or not grant.may_queue(pair[1]) or pair[1] not in grants.drivers:
             return refuse(errors.BUFFER_REFUSED)
-        key = _idempotency_key(request)
+        key = _idempotency_key(headers.get("idempotency-key"))
         if isinstance(key, Refusal):
             return refuse(key)
         signal = Signal(pair[0], pair[1], fields, grant.name, received, key)
@@ -116,9 +121,9 @@ def routes(runtime: Runtime) -> list[Route]:
             log.error("signal not stored", extra={"source": pair[0], "reason": str(exc)})
             return refuse(errors.STORE_FAILED)
         if stored.duplicate:
-            metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE).inc()
+            DEDUPLICATED.inc()
         else:
-            metrics.SIGNALS_ACCEPTED.labels(INTERFACE).inc()
+            ACCEPTED.inc()
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "signal stored",
@@ -133,7 +138,8 @@ def routes(runtime: Runtime) -> list[Route]:
         return Response(SUCCESS, media_type=JSON)
 
     async def heartbeat(request: Request) -> Response:
-        grant = await grants.authenticate(request.headers.get("authorization"))
+        authorization = request.headers.get("authorization")
+        grant = grants.cached(authorization) or await grants.authenticate(authorization)
         if grant is None:
             metrics.HEARTBEAT_REFUSED.labels(errors.AUTH_FAILED.error_code).inc()
             return error_response(errors.AUTH_FAILED)

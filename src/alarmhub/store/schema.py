@@ -82,8 +82,12 @@ account = Table(
 signal = Table(
     "signal",
     metadata,
-    Column("incident_number", BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-           autoincrement=True),
+    Column(
+        "incident_number",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
     Column("source", String(64), nullable=False),
     Column("destination", String(64), nullable=False),
     Column("dnis", String(5), nullable=False),
@@ -96,8 +100,12 @@ signal = Table(
     Column("routed_us", BigInteger, nullable=True),
     sqlite_autoincrement=True,
 )
-Index("ix_signal_unrouted", signal.c.incident_number, sqlite_where=signal.c.routed_us.is_(None),
-      postgresql_where=signal.c.routed_us.is_(None))
+Index(
+    "ix_signal_unrouted",
+    signal.c.incident_number,
+    sqlite_where=signal.c.routed_us.is_(None),
+    postgresql_where=signal.c.routed_us.is_(None),
+)
 
 idempotency = Table(
     "idempotency",

@@ -1,157 +1,208 @@
-"""The group-commit writer: one thread commits whatever is queued, then answers each waiter.
+"""The node's side of the group-commit writer.
 
-Requests hand their signal to :meth:`SignalWriter.submit` and wait. The writer takes every signal
-queued so far, commits them in one transaction (one fsync), and resolves each waiter with its
-incident number only after that commit. While a commit runs, new signals queue for the next one,
-so batches grow with load and the cost of an fsync is shared.
+Requests hand their signal to :meth:`SignalWriter.submit` and wait. Every signal submitted in
+one turn of the event loop goes to the writer process as one frame; that process commits all
+waiting frames in one transaction and answers. Each request is answered only after the commit
+that holds its row. While a commit runs, new signals queue for the next one, so batches grow with
+load and the cost of an fsync is shared. If the writer process dies, waiting requests fail
+(``STORE-1``, the caller retries) and a new one is started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
+import socket
+import subprocess
+import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.core.signal import Signal
-from alarmhub.store import schema as s
+from alarmhub.settings import Settings
+from alarmhub.store import framing
+from alarmhub.store.commit import Stored, to_wire
 from alarmhub.store.engine import StoreUnavailable, write_transaction
 
 log = logging.getLogger("alarmhub.writer")
 T = TypeVar("T")
+RESTART_SECONDS = 1.0
+START_TIMEOUT_SECONDS = 30.0
 
-_INSERT_SIGNALS = insert(s.signal).returning(
-    s.signal.c.incident_number, sort_by_parameter_order=True
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """The outcome of one submitted signal."""
-
-    incident_number: int
-    duplicate: bool = False
+Waiters = list[asyncio.Future[Stored]]
 
 
-def _row(sig: Signal) -> dict[str, Any]:
-    f = sig.fields
-    return {
-        "source": sig.source,
-        "destination": sig.destination,
-        "dnis": f.dnis,
-        "panel": f.panel,
-        "code": f.code,
-        "area": f.area,
-        "zone": f.zone,
-        "token_name": sig.token_name,
-        "received_us": sig.received_us,
-    }
+class _Channel(asyncio.Protocol):
+    """The socket to the writer process: frames out, answers in."""
 
+    def __init__(self, writer: SignalWriter) -> None:
+        self._writer = writer
+        self._buffer = bytearray()
 
-def commit_signals(
-    conn: Connection, batch: Sequence[Signal], idempotency_window_us: int
-) -> list[Stored]:
-    """Store a batch in the caller's transaction; retries with a known Idempotency-Key are not
-    stored again but answered with the incident number of their first commit."""
-    outcome: list[Stored | None] = [None] * len(batch)
-    fresh: list[int] = []
-    first_of_key: dict[tuple[str, str], int] = {}
-    repeats: list[tuple[int, int]] = []
-    for i, sig in enumerate(batch):
-        if sig.idempotency_key is None:
-            fresh.append(i)
-            continue
-        key = (sig.token_name, sig.idempotency_key)
-        if key in first_of_key:
-            repeats.append((i, first_of_key[key]))
-            continue
-        row = conn.execute(
-            select(s.idempotency.c.incident_number, s.idempotency.c.created_us).where(
-                s.idempotency.c.token_name == key[0],
-                s.idempotency.c.idempotency_key == key[1],
-            )
-        ).first()
-        if row is not None and sig.received_us - row.created_us <= idempotency_window_us:
-            outcome[i] = Stored(row.incident_number, duplicate=True)
-            continue
-        if row is not None:
-            conn.execute(
-                delete(s.idempotency).where(
-                    s.idempotency.c.token_name == key[0],
-                    s.idempotency.c.idempotency_key == key[1],
-                )
-            )
-        first_of_key[key] = i
-        fresh.append(i)
-    if fresh:
-        numbers = conn.execute(_INSERT_SIGNALS, [_row(batch[i]) for i in fresh]).scalars().all()
-        for i, number in zip(fresh, numbers, strict=True):
-            outcome[i] = Stored(number)
-        keyed = [
-            {
-                "token_name": batch[i].token_name,
-                "idempotency_key": batch[i].idempotency_key,
-                "incident_number": outcome[i].incident_number,  # type: ignore[union-attr]
-                "created_us": batch[i].received_us,
-            }
-            for i in first_of_key.values()
-        ]
-        if keyed:
-            conn.execute(insert(s.idempotency), keyed)
-    for i, first in repeats:
-        earlier = outcome[first]
-        assert earlier is not None
-        outcome[i] = Stored(earlier.incident_number, duplicate=True)
-    return [o for o in outcome if o is not None]
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        for message in framing.decode_all(self._buffer):
+            self._writer._answer(message)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._writer._lost(exc)
 
 
 class SignalWriter:
-    """The single writer of a node: group commits on one thread, awaited from the event loop."""
+    """Submits signals to the writer process and resolves each request after its commit."""
 
-    def __init__(self, engine: Engine, max_batch: int = 2000, idempotency_hours: int = 24) -> None:
+    def __init__(self, engine: Engine, settings: Settings) -> None:
         self._engine = engine
-        self._max_batch = max_batch
-        self._window_us = idempotency_hours * 3600 * 1_000_000
-        self._queue: deque[tuple[Signal, asyncio.Future[Stored]]] = deque()
-        self._wake = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="writer")
-        self._task: asyncio.Task[None] | None = None
+        self._settings = settings
+        self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
+        self._in_flight: deque[Waiters] = deque()
+        self._transport: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._flush_scheduled = False
         self._closing = False
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="signal-writer")
-
-    async def stop(self) -> None:
-        """Refuse new signals, commit everything already queued, then stop."""
-        self._closing = True
-        self._wake.set()
-        if self._task is not None:
-            await self._task
-        self._executor.shutdown(wait=True)
+        self._drained = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="writes")
+        self._restart: asyncio.Task[None] | None = None
 
     @property
     def closing(self) -> bool:
         return self._closing
 
+    @property
+    def available(self) -> bool:
+        return self._transport is not None and not self._closing
+
+    async def start(self) -> None:
+        await self._spawn()
+
+    async def _spawn(self) -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "alarmhub.store.writer_process", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._ready = loop.create_future()
+        transport, _ = await loop.create_unix_connection(lambda: _Channel(self), sock=ours)
+        log.debug("writer channel", extra={"transport": type(transport).__name__})
+        s = self._settings
+        config = {
+            "url": s.database,
+            "max_batch": s.max_batch,
+            "idempotency_hours": s.idempotency_hours,
+            "log_level": s.log_level,
+            "log_format": s.log_format,
+        }
+        transport.write(framing.encode(config))
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_SECONDS)
+        except (TimeoutError, StoreUnavailable):
+            transport.close()
+            raise StoreUnavailable("the writer process did not start") from None
+        self._transport = transport
+        log.info("writer process started", extra={"pid": self._process.pid})
+
+    async def stop(self) -> None:
+        """Refuse new signals, let every submitted one be committed and answered, then stop."""
+        self._closing = True
+        if self._restart is not None:
+            self._restart.cancel()
+        self._flush()
+        if self._in_flight:
+            self._drained.clear()
+            await self._drained.wait()
+        if self._transport is not None:
+            self._transport.close()
+        if self._process is not None:
+            await asyncio.to_thread(self._process.wait)
+        self._executor.shutdown(wait=True)
+
     async def submit(self, sig: Signal) -> Stored:
         """Queue a signal and wait until the commit holding it is durable."""
-        if self._closing:
-            raise StoreUnavailable("shutting down")
+        if self._transport is None or self._closing:
+            raise StoreUnavailable("shutting down" if self._closing else "writer not running")
         future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
-        self._queue.append((sig, future))
-        self._wake.set()
+        self._outbox.append((to_wire(sig), future))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
         return await future
 
+    def _flush(self) -> None:
+        """Send everything submitted in this turn of the loop as one frame."""
+        self._flush_scheduled = False
+        if not self._outbox or self._transport is None:
+            return
+        outbox, self._outbox = self._outbox, []
+        self._in_flight.append([future for _, future in outbox])
+        self._transport.write(framing.encode([row for row, _ in outbox]))
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        if "ready" in message:
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_result(None)
+            return
+        waiters = [f for _ in range(message["frames"]) for f in self._in_flight.popleft()]
+        if "error" in message:
+            metrics.COMMIT_FAILURES.inc()
+            error = StoreUnavailable(message["error"])
+            for future in waiters:
+                if not future.done():
+                    future.set_exception(error)
+        else:
+            metrics.COMMIT_SECONDS.observe(message["seconds"])
+            metrics.COMMIT_BATCH.observe(len(waiters))
+            for future, (number, duplicate) in zip(waiters, message["stored"], strict=True):
+                if not future.done():
+                    future.set_result(Stored(number, duplicate))
+        if not self._in_flight:
+            self._drained.set()
+
+    def _lost(self, exc: Exception | None) -> None:
+        """The writer process is gone: fail whatever it had not answered, start another."""
+        self._transport = None
+        waiters = [f for frame in self._in_flight for f in frame]
+        waiters += [f for _, f in self._outbox]
+        self._in_flight.clear()
+        self._outbox.clear()
+        self._drained.set()
+        error = StoreUnavailable("writer process ended")
+        for future in waiters:
+            if not future.done():
+                future.set_exception(error)
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(error)
+        if self._closing:
+            return
+        code = self._process.poll() if self._process else None
+        log.error(
+            "writer process ended; restarting",
+            extra={"exit_code": code, "unanswered": len(waiters), "error": repr(exc)},
+        )
+        self._restart = asyncio.get_running_loop().create_task(self._respawn())
+
+    async def _respawn(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(RESTART_SECONDS)
+            if self._process is not None:
+                await asyncio.to_thread(self._process.wait)
+            try:
+                await self._spawn()
+                return
+            except (OSError, StoreUnavailable) as exc:
+                log.error("writer process restart failed", extra={"error": repr(exc)})
+
     async def run(self, work: Callable[[Connection], T]) -> T:
-        """Run other writes (heartbeats, supervision) in a transaction on the writer's thread."""
+        """Run another write (heartbeats, supervision) in its own transaction, off the loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._transaction, work)
 
@@ -159,34 +210,8 @@ class SignalWriter:
         with write_transaction(self._engine) as conn:
             return work(conn)
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if not self._queue:
-                if self._closing:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            take = min(len(self._queue), self._max_batch)
-            batch = [self._queue.popleft() for _ in range(take)]
-            signals = [sig for sig, _ in batch]
-            started = time.perf_counter()
-            try:
-                stored = await loop.run_in_executor(self._executor, self._commit, signals)
-            except Exception as exc:
-                metrics.COMMIT_FAILURES.inc()
-                log.error("group commit failed", extra={"signals": take, "error": repr(exc)})
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(StoreUnavailable(str(exc)))
-                continue
-            metrics.COMMIT_SECONDS.observe(time.perf_counter() - started)
-            metrics.COMMIT_BATCH.observe(take)
-            for (_, future), result in zip(batch, stored, strict=True):
-                if not future.done():
-                    future.set_result(result)
+    def child_pid(self) -> int | None:
+        return self._process.pid if self._process else None
 
-    def _commit(self, signals: list[Signal]) -> list[Stored]:
-        with write_transaction(self._engine) as conn:
-            return commit_signals(conn, signals, self._window_us)
+
+__all__ = ["SignalWriter", "StoreUnavailable", "Stored"]

@@ -1,0 +1,29 @@
+-- wrk script: POST a unique Contact ID signal per request (panel and zone count up per thread).
+local counter = 0
+local thread_id = 0
+local token = os.getenv("ALARMHUB_TOKEN") or ""
+
+function setup(thread)
+  thread:set("thread_id", thread_id)
+  thread_id = thread_id + 1
+end
+
+function init(args)
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Authorization"] = "Bearer " .. token
+end
+
+function request()
+  counter = counter + 1
+  local panel = string.format("P%d%07d", thread_id, counter % 10000000)
+  local zone = string.format("%03d", counter % 1000)
+  local body = '{"dnis":"1234","panel":"' .. panel .. '","code":"E130","area":"01","zone_or_user":"' .. zone .. '"}'
+  return wrk.format(nil, wrk.path, nil, body)
+end
+
+done = function(summary, latency, requests)
+  io.write(string.format("JSON {\"requests\":%d,\"duration_us\":%d,\"p50_us\":%d,\"p99_us\":%d,\"errors_status\":%d,\"errors_connect\":%d,\"errors_timeout\":%d}\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.status, summary.errors.connect, summary.errors.timeout))
+end

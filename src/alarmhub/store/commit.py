@@ -1,0 +1,152 @@
+"""What one group commit does: store a batch of signals in one transaction.
+
+Shared by the writer process (which runs it) and the tests (which call it directly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy.engine import Engine
+
+from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.store import schema as s
+
+SIGNAL_COLUMNS = (
+    "incident_number",
+    "source",
+    "destination",
+    "dnis",
+    "panel",
+    "code",
+    "area",
+    "zone",
+    "token_name",
+    "received_us",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The outcome of one submitted signal."""
+
+    incident_number: int
+    duplicate: bool = False
+
+
+def to_wire(sig: Signal) -> list[Any]:
+    """A signal as a flat JSON array, the form it travels in to the writer process."""
+    f = sig.fields
+    return [
+        sig.source, sig.destination, f.dnis, f.panel, f.code, f.area, f.zone,
+        sig.token_name, sig.received_us, sig.idempotency_key,
+    ]  # fmt: skip
+
+
+def from_wire(row: Sequence[Any]) -> Signal:
+    source, destination, dnis, panel, code, area, zone, token_name, received_us, key = row
+    return Signal(
+        source,
+        destination,
+        SignalFields(dnis, panel, code, area, zone),
+        token_name,
+        received_us,
+        key,
+    )
+
+
+class SignalInsert:
+    """The signal INSERT, compiled once for the engine's dialect and widened to one multi-row
+    ``VALUES`` statement per batch size: a batch costs one statement, not one per row."""
+
+    CHUNK = 500
+
+    def __init__(self, engine: Engine) -> None:
+        compiled = insert(s.signal).compile(dialect=engine.dialect, column_keys=SIGNAL_COLUMNS)
+        if tuple(compiled.positiontup or ()) != SIGNAL_COLUMNS:
+            raise RuntimeError(f"{engine.dialect.name}: positional parameters expected")
+        head, sep, group = str(compiled).partition(" VALUES ")
+        self._head = head + sep
+        self._group = group.strip()
+        self._statements: dict[int, str] = {}
+
+    def statement(self, rows: int) -> str:
+        sql = self._statements.get(rows)
+        if sql is None:
+            sql = self._statements[rows] = self._head + ", ".join([self._group] * rows)
+        return sql
+
+    def execute(self, conn: Connection, first_number: int, batch: Sequence[Signal]) -> None:
+        """Insert ``batch`` with incident numbers from ``first_number`` on."""
+        number = first_number
+        for start in range(0, len(batch), self.CHUNK):
+            chunk = batch[start : start + self.CHUNK]
+            values: list[Any] = []
+            for sig in chunk:
+                f = sig.fields
+                values += (
+                    number, sig.source, sig.destination, f.dnis, f.panel, f.code, f.area, f.zone,
+                    sig.token_name, sig.received_us,
+                )  # fmt: skip
+                number += 1
+            conn.exec_driver_sql(self.statement(len(chunk)), tuple(values))
+
+
+def next_incident_number(conn: Connection) -> int:
+    """The first free incident number; the write transaction holds the database's write lock."""
+    return int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar() or 0) + 1
+
+
+def commit_signals(
+    conn: Connection, statement: SignalInsert, batch: Sequence[Signal], idempotency_window_us: int
+) -> list[Stored]:
+    """Store a batch in the caller's transaction. A retry with a known Idempotency-Key (same
+    token, within the window) is not stored again: it gets its first commit's incident number."""
+    outcome: list[Stored | None] = [None] * len(batch)
+    fresh: list[int] = []
+    first_of_key: dict[tuple[str, str], int] = {}
+    repeats: list[tuple[int, int]] = []
+    for i, sig in enumerate(batch):
+        if sig.idempotency_key is None:
+            fresh.append(i)
+            continue
+        key = (sig.token_name, sig.idempotency_key)
+        if key in first_of_key:
+            repeats.append((i, first_of_key[key]))
+            continue
+        where = (s.idempotency.c.token_name == key[0]) & (s.idempotency.c.idempotency_key == key[1])
+        row = conn.execute(
+            select(s.idempotency.c.incident_number, s.idempotency.c.created_us).where(where)
+        ).first()
+        if row is not None and sig.received_us - row.created_us <= idempotency_window_us:
+            outcome[i] = Stored(row.incident_number, duplicate=True)
+            continue
+        if row is not None:
+            conn.execute(delete(s.idempotency).where(where))
+        first_of_key[key] = i
+        fresh.append(i)
+    if fresh:
+        first = next_incident_number(conn)
+        fresh_position = {i: offset for offset, i in enumerate(fresh)}
+        for i, offset in fresh_position.items():
+            outcome[i] = Stored(first + offset)
+        statement.execute(conn, first, [batch[i] for i in fresh])
+        keyed = [
+            {
+                "token_name": key[0],
+                "idempotency_key": key[1],
+                "incident_number": first + fresh_position[i],
+                "created_us": batch[i].received_us,
+            }
+            for key, i in first_of_key.items()
+        ]
+        if keyed:
+            conn.execute(insert(s.idempotency), keyed)
+    for i, first_index in repeats:
+        earlier = outcome[first_index]
+        assert earlier is not None
+        outcome[i] = Stored(earlier.incident_number, duplicate=True)
+    return [o for o in outcome if o is not None]

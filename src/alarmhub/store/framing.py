@@ -1,0 +1,33 @@
+"""Length-prefixed JSON frames between a node and its writer process."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import orjson
+
+HEADER = struct.Struct("!I")
+MAX_FRAME = 64 * 1024 * 1024
+
+
+def encode(message: Any) -> bytes:
+    body = orjson.dumps(message)
+    return HEADER.pack(len(body)) + body
+
+
+def decode_all(buffer: bytearray) -> list[Any]:
+    """Remove every complete frame from the front of ``buffer`` and return their messages."""
+    messages = []
+    offset = 0
+    size = HEADER.size
+    while len(buffer) - offset >= size:
+        (length,) = HEADER.unpack_from(buffer, offset)
+        if length > MAX_FRAME:
+            raise ValueError(f"frame of {length} bytes is too large")
+        if len(buffer) - offset - size < length:
+            break
+        messages.append(orjson.loads(bytes(buffer[offset + size : offset + size + length])))
+        offset += size + length
+    del buffer[:offset]
+    return messages
