@@ -1,4 +1,5 @@
--- wrk script: POST a unique Contact ID signal per request (panel and zone count up per thread).
+-- wrk script: POST a unique Contact ID signal per request (panel and zone count up per thread);
+-- prints one JSON summary line that bench/run.py reads.
 local counter = 0
 local thread_id = 0
 local token = os.getenv("ALARMHUB_TOKEN") or ""

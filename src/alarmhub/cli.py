@@ -146,7 +146,9 @@ def _address(value: str | None) -> tuple[str, int] | None:
 @click.option("--rx-listen", help="HOST:PORT for the signaling interface alone.")
 @click.option("--rest-listen", help="HOST:PORT for the query interface and console alone.")
 @data_dir_option
-@click.option("--demo", is_flag=True, help="Provision the demo setup if the database is new.")
+@click.option(
+    "--demo", "with_demo", is_flag=True, help="Provision the demo setup if the database is new."
+)
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--log-format", type=click.Choice(["keyvalue", "json"]))
 def serve(
@@ -154,7 +156,7 @@ def serve(
     rx_listen: str | None,
     rest_listen: str | None,
     data_dir: Path | None,
-    demo: bool,
+    with_demo: bool,
     log_level: str | None,
     log_format: str | None,
 ) -> None:
@@ -173,7 +175,7 @@ def serve(
     else:
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if demo:
+    if with_demo:
         _provision_demo(settings)
 
     def ready(_: object) -> None:
@@ -182,8 +184,8 @@ def serve(
             if "rx" in listener.parts:
                 click.echo(f"signaling  {url}/rx/<source>:<destination>/contact_id  (and /hb)")
             click.echo(f"health     {url}/healthz    metrics {url}/metrics")
-        if demo:
-            text = _demo_banner(settings.data_dir)
+        if with_demo:
+            text = demo.saved_credentials(settings.data_dir)
             if text:
                 click.echo(text, nl=False)
         click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
@@ -200,17 +202,6 @@ def _provision_demo(settings: settings_module.Settings) -> None:
             demo.provision(engine, settings.data_dir)
     finally:
         engine.dispose()
-
-
-def _demo_banner(data_dir: Path) -> str | None:
-    text = demo.saved_credentials(data_dir)
-    if text is None:
-        return None
-    return (
-        text
-        + "  try:  .venv/bin/alarmhub send demo-site:demo --token <token> "
-        + ("--dnis 1234 --panel 0042 --code E130 --zone 015\n")
-    )
 
 
 # db ------------------------------------------------------------------------------------------
