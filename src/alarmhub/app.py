@@ -82,9 +82,12 @@ class Runtime:
 def common_routes(runtime: Runtime) -> list[BaseRoute]:
     async def healthz(_: Request) -> Response:
         ok = await asyncio.to_thread(runtime.database_reachable)
-        if ok and not runtime.writer.closing:
+        if ok and runtime.writer.available:
             return JSONResponse({"status": "ok"})
-        reason = "shutting down" if ok else "database unreachable"
+        if not ok:
+            reason = "database unreachable"
+        else:
+            reason = "shutting down" if runtime.writer.closing else "writer restarting"
         return JSONResponse({"status": "error", "message": reason}, status_code=503)
 
     async def metrics(_: Request) -> Response:

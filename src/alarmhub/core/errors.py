@@ -27,6 +27,10 @@ BODY_INVALID = Refusal("BODY-1", "body must be a JSON object")
 AUTH_FAILED = Refusal("AUTH-1", "invalid or missing bearer token", 401)
 HEARTBEAT_REFUSED = Refusal("HB-1", "no access to this receiver", 401)
 STORE_FAILED = Refusal("STORE-1", "signal not stored, retry", 503)
+IDEMPOTENCY_KEY_MAX = 255
+IDEMPOTENCY_INVALID = Refusal(
+    "IDEMPOTENCY-1", f"Idempotency-Key must be 1-{IDEMPOTENCY_KEY_MAX} printable ASCII characters"
+)
 
 ALL: tuple[Refusal, ...] = (
     DNIS_REQUIRED,
@@ -42,4 +46,5 @@ ALL: tuple[Refusal, ...] = (
     AUTH_FAILED,
     HEARTBEAT_REFUSED,
     STORE_FAILED,
+    IDEMPOTENCY_INVALID,
 )

@@ -25,10 +25,7 @@ log = logging.getLogger("alarmhub.rx")
 INTERFACE = "contact_id"
 JSON = "application/json"
 SUCCESS = b'{"status_code":200,"status":"success"}'
-IDEMPOTENCY_KEY_MAX = 255
-IDEMPOTENCY_INVALID = Refusal(
-    "IDEMPOTENCY-1", f"Idempotency-Key must be 1-{IDEMPOTENCY_KEY_MAX} printable ASCII characters"
-)
+IDEMPOTENCY_INVALID = errors.IDEMPOTENCY_INVALID
 
 
 def _render(refusal: Refusal) -> bytes:
@@ -42,7 +39,7 @@ def _render(refusal: Refusal) -> bytes:
     )
 
 
-_BODIES = {r.error_code: _render(r) for r in (*errors.ALL, IDEMPOTENCY_INVALID)}
+_BODIES = {r.error_code: _render(r) for r in errors.ALL}
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
@@ -81,7 +78,7 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 def _idempotency_key(key: str | None) -> str | Refusal | None:
     if key is None:
         return None
-    if not (0 < len(key) <= IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
+    if not (0 < len(key) <= errors.IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
         return IDEMPOTENCY_INVALID
     return key
 
