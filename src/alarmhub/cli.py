@@ -29,6 +29,7 @@ from alarmhub.store import schema as s
 
 F = TypeVar("F", bound=Callable[..., Any])
 IMPORT_CHUNK = 1000
+PIPE_WIDTH = 1000
 
 
 class CommandError(click.ClickException):
@@ -102,7 +103,8 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], empty: str
         t.add_column(title)
     for row in rows:
         t.add_row(*(_cell(row[key]) for key, _ in columns))
-    Console().print(t)
+    # On a terminal the table fits the window; piped to a file or a program, nothing is cut.
+    Console(width=None if sys.stdout.isatty() else PIPE_WIDTH).print(t)
 
 
 def _cell(value: Any) -> str:
@@ -438,6 +440,7 @@ def account_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
 
     Bad rows are reported by line and skipped; good rows are kept. Exits 1 when any row was bad.
     """
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     engine = open_store(data_dir)
@@ -450,8 +453,8 @@ def account_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
         BarColumn(),
         MofNCompleteColumn(),
         transient=True,
-        disable=as_json,
-        console=None,
+        disable=as_json or not sys.stderr.isatty(),
+        console=Console(stderr=True),
     ) as progress:
         task = progress.add_task("import", total=total_lines)
         last = 1
@@ -628,11 +631,14 @@ def send(
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many (default: never).")
 @client_options
 def heartbeat(pair: str, interval: float, count: int | None, url: str, token: str) -> None:
-    """Tell the receiver driver that SOURCE is alive, every 20 s until stopped."""
+    """Tell the receiver driver that SOURCE is alive, every 20 s until stopped.
+
+    With --count, exits 1 when any of the heartbeats failed.
+    """
     import httpx
 
     source, destination = _pair(pair)
-    sent = 0
+    sent = failed = 0
     with SignalClient(url, token) as client:
         try:
             while count is None or sent < count:
@@ -644,6 +650,7 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
                     answer = client.heartbeat(source, destination)
                 except httpx.HTTPError as exc:
                     click.echo(f"{stamp} heartbeat failed: cannot reach {url}: {exc}", err=True)
+                    failed += 1
                     continue
                 if answer.ok:
                     click.echo(f"{stamp} heartbeat accepted")
@@ -654,5 +661,8 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
                     )
                 else:
                     click.echo(f"{stamp} heartbeat answered {answer.status_code}", err=True)
+                    failed += 1
         except KeyboardInterrupt:
             click.echo("stopped")
+    if failed:
+        sys.exit(1)

@@ -46,7 +46,7 @@ def credentials_text(token: str) -> str:
         "  accounts      " + ", ".join(a.account_number for a in ACCOUNTS),
         f"  bearer token  {token}   (name {TOKEN_NAME})",
         f"  heartbeat     {SOURCE}:{DRIVER}",
-        "  try it         .venv/bin/alarmhub send "
+        "  try it        .venv/bin/alarmhub send "
         f"{SOURCE}:{DRIVER} --token {token} --dnis {DNIS} --panel 0042 --code E130 --zone 015",
     ]
     return "\n".join(lines) + "\n"

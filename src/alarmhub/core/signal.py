@@ -51,6 +51,15 @@ def _absent(value: Any) -> bool:
     return value is None or value == ""
 
 
+def _padded(value: Any, width: int) -> str | None:
+    """Up to ``width`` digits left-padded with zeros (absent means all zeros); None if invalid."""
+    if _absent(value):
+        return "0" * width
+    if isinstance(value, str) and _digits(value, width):
+        return value.zfill(width)
+    return None
+
+
 def valid_dnis(value: object) -> bool:
     """A dnis is 1-5 ASCII letters or digits, not all zeros."""
     return isinstance(value, str) and _alnum(value, 5) and _not_all_zeros(value)
@@ -76,19 +85,11 @@ def validate(body: dict[str, Any]) -> SignalFields | Refusal:
     code = code.upper()
     if code[0] not in QUALIFIERS or code[1:] not in EVENTS:
         return errors.CODE_INVALID
-    area = body.get("area")
-    if _absent(area):
-        area = "00"
-    elif isinstance(area, str) and _digits(area, 2):
-        area = area.zfill(2)
-    else:
+    area = _padded(body.get("area"), 2)
+    if area is None:
         return errors.AREA_INVALID
-    zone = body.get("zone_or_user")
-    if _absent(zone):
-        zone = "000"
-    elif isinstance(zone, str) and _digits(zone, 3):
-        zone = zone.zfill(3)
-    else:
+    zone = _padded(body.get("zone_or_user"), 3)
+    if zone is None:
         return errors.ZONE_INVALID
     assert isinstance(dnis, str)
     return SignalFields(dnis=dnis, panel=panel, code=code, area=area, zone=zone)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -75,6 +76,22 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return bytes(chunks)
 
 
+def _decode(raw: bytes | None) -> Any:
+    """The JSON value of a body; None when it is not JSON. orjson reads nearly every body; the
+    standard library takes the valid JSON it refuses (a UTF-8 byte-order mark, numbers beyond a
+    double, escaped lone surrogates), so such a body is judged by its fields, not refused."""
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
 def _idempotency_key(key: str | None) -> str | Refusal | None:
     if key is None:
         return None
@@ -95,11 +112,7 @@ def routes(runtime: Runtime) -> list[Route]:
         grant = grants.cached(authorization) or await grants.authenticate(authorization)
         if grant is None:
             return refuse(errors.AUTH_FAILED)
-        raw = await _read_body(request, body_limit)
-        try:
-            body = orjson.loads(raw) if raw is not None else None
-        except orjson.JSONDecodeError:
-            body = None
+        body = _decode(await _read_body(request, body_limit))
         if not isinstance(body, dict):
             return refuse(errors.BODY_INVALID)
         fields = validate(body)

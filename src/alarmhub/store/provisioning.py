@@ -228,7 +228,9 @@ def add_account(engine: Engine, account: Account) -> dict[str, Any]:
             raise ProvisioningError(f"account {number!r} already exists")
         now = now_us()
         conn.execute(
-            insert(s.account).values(_account_values(account), created_us=now, updated_us=now)
+            insert(s.account).values(
+                {**_account_values(account), "created_us": now, "updated_us": now}
+            )
         )
         bump_revision(conn)
     return _account_values(account)
@@ -273,7 +275,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
                 conn.execute(
                     update(s.account)
                     .where(s.account.c.account_number == a.account_number)
-                    .values(values, updated_us=now)
+                    .values({**values, "updated_us": now})
                 )
                 updated += 1
         bump_revision(conn)
