@@ -5,7 +5,7 @@ Shared by the writer process (which runs it) and the tests (which call it direct
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import schema as s
+from alarmhub.store.engine import begin_write_sql
 
 SIGNAL_COLUMNS = (
     "incident_number",
@@ -81,6 +82,13 @@ class SignalInsert:
 
     def execute(self, conn: Connection, first_number: int, batch: Sequence[Signal]) -> None:
         """Insert ``batch`` with incident numbers from ``first_number`` on."""
+        for sql, values in self.chunks(first_number, batch):
+            conn.exec_driver_sql(sql, values)
+
+    def chunks(
+        self, first_number: int, batch: Sequence[Signal]
+    ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """The statements and parameters that insert ``batch`` from ``first_number`` on."""
         number = first_number
         for start in range(0, len(batch), self.CHUNK):
             chunk = batch[start : start + self.CHUNK]
@@ -92,12 +100,56 @@ class SignalInsert:
                     sig.token_name, sig.received_us,
                 )  # fmt: skip
                 number += 1
-            conn.exec_driver_sql(self.statement(len(chunk)), tuple(values))
+            yield self.statement(len(chunk)), tuple(values)
+
+
+_LAST_INCIDENT = select(func.max(s.signal.c.incident_number))
+
+
+class PlainCommit:
+    """The fast path for a batch without Idempotency-Keys: begin, number, insert and commit on
+    one driver connection, with statements compiled once. It skips SQLAlchemy's per-transaction
+    machinery, which measured as a fifth of the writer's time per commit."""
+
+    def __init__(self, engine: Engine, statement: SignalInsert) -> None:
+        self._engine = engine
+        self._statement = statement
+        self._begin = begin_write_sql(engine)
+        self._last_incident = str(_LAST_INCIDENT.compile(dialect=engine.dialect))
+        self._connection: Any = None
+
+    def __call__(self, batch: Sequence[Signal]) -> list[Stored]:
+        if self._connection is None:
+            self._connection = self._engine.raw_connection()
+        connection = self._connection
+        cursor = connection.cursor()
+        try:
+            cursor.execute(self._begin)
+            cursor.execute(self._last_incident)
+            first = int(cursor.fetchone()[0] or 0) + 1
+            for sql, values in self._statement.chunks(first, batch):
+                cursor.execute(sql, values)
+            connection.commit()
+        except BaseException:
+            self._connection = None
+            try:
+                connection.rollback()
+            finally:
+                connection.invalidate()
+            raise
+        finally:
+            cursor.close()
+        return [Stored(first + offset) for offset in range(len(batch))]
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
 
 def next_incident_number(conn: Connection) -> int:
     """The first free incident number; the write transaction holds the database's write lock."""
-    return int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar() or 0) + 1
+    return int(conn.execute(_LAST_INCIDENT).scalar() or 0) + 1
 
 
 def commit_signals(

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine, make_url
 
 BUSY_TIMEOUT_MS = 10_000
 WRITE_OPTION = "alarmhub_write"
+BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 def prepare_url(url: str) -> None:
@@ -43,7 +44,7 @@ def configure(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        connection.exec_driver_sql(BEGIN_WRITE if write else "BEGIN")
 
 
 def checkpoint(engine: Engine) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from alarmhub import logs
 from alarmhub.store import framing
-from alarmhub.store.commit import SignalInsert, commit_signals, from_wire
+from alarmhub.store.commit import PlainCommit, SignalInsert, commit_signals, from_wire
 from alarmhub.store.engine import open_engine, write_transaction
 
 log = logging.getLogger("alarmhub.writer")
@@ -60,6 +60,7 @@ def run(sock: socket.socket) -> None:
     engine = open_engine(config["url"])
     max_batch = int(config["max_batch"])
     statement = SignalInsert(engine)
+    plain = PlainCommit(engine, statement)
     window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
     sock.sendall(framing.encode({"ready": True}))
     waiting: list[list[Any]] = []
@@ -79,8 +80,11 @@ def run(sock: socket.socket) -> None:
         started = time.perf_counter()
         reply: dict[str, Any]
         try:
-            with write_transaction(engine) as conn:
-                stored = commit_signals(conn, statement, batch, window_us)
+            if any(sig.idempotency_key is not None for sig in batch):
+                with write_transaction(engine) as conn:
+                    stored = commit_signals(conn, statement, batch, window_us)
+            else:
+                stored = plain(batch)
             reply = {
                 "frames": frames,
                 "stored": [[x.incident_number, x.duplicate] for x in stored],
@@ -93,6 +97,7 @@ def run(sock: socket.socket) -> None:
             sock.sendall(framing.encode(reply))
         except OSError:
             open_ = False  # the parent is gone; what is committed stays committed
+    plain.close()
     engine.dispose()
 
 
