@@ -5,7 +5,7 @@ wrk in alternating rounds against ``POST /rx/bench:bench/contact_id`` (unique bo
 validated and durably committed) and ``POST /bench/trivial`` (the same requests answered with
 the same bytes, doing nothing). Durable signals/s counts the rows in the database, not answers.
 
-    python bench/run.py [--duration 10] [--connections 64] [--rounds 3]
+    python bench/run.py [--duration 10] [--connections 64] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per round")
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args()
     binary = ensure_wrk()
@@ -121,7 +121,7 @@ def main() -> None:
                 f"(p50 {trivial['p50_ms']:.1f} ms, p99 {trivial['p99_ms']:.1f} ms) | "
                 f"contact_id {signal['durable_rate']:8.0f} durable signals/s "
                 f"(p50 {signal['p50_ms']:.1f} ms, p99 {signal['p99_ms']:.1f} ms, "
-                f"non-2xx {signal['non_2xx']}) | ratio {ratio:.0%}",
+                f"non-2xx {signal['non_2xx']}) | ratio {ratio:.1%}",
                 flush=True,
             )
     finally:
@@ -139,7 +139,7 @@ def main() -> None:
         f"{'met' if rate >= TARGET_RATE else 'NOT met'}\n"
         f"  p99 latency (ms)  {p99:8.1f}   target < {TARGET_P99_MS}: "
         f"{'met' if p99 < TARGET_P99_MS else 'NOT met'}\n"
-        f"  ratio to trivial  {ratio:8.0%}   target >= {TARGET_RATIO:.0%}: "
+        f"  ratio to trivial  {ratio:8.1%}   target >= {TARGET_RATIO:.0%}: "
         f"{'met' if ratio >= TARGET_RATIO else 'NOT met'}"
     )
     if args.json:
