@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import signal
+import socket
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ async def run(
 ) -> None:
     """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
     (in-flight requests finish), then the writer (queued signals are committed)."""
+    sockets = [bind(listener) for listener in listeners]
     runtime = Runtime(settings)
     await runtime.start()
     servers: list[_Server] = []
@@ -101,7 +103,10 @@ async def run(
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop, sig.name)
-    tasks = [asyncio.create_task(server.serve()) for server in servers]
+    tasks = [
+        asyncio.create_task(server.serve(sockets=[sock]))
+        for server, sock in zip(servers, sockets, strict=True)
+    ]
     _quiet_garbage_collector()
     try:
         while not all(server.started for server in servers):
@@ -110,14 +115,27 @@ async def run(
             await asyncio.sleep(0.02)
         if all(server.started for server in servers) and on_ready is not None:
             on_ready(runtime)
-        await asyncio.gather(*tasks, return_exceptions=False)
+        await asyncio.gather(*tasks)
     finally:
         for server in servers:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)
         await runtime.stop()
-    if not all(server.started for server in servers):
-        raise SystemExit("a listener could not start (is the port in use?)")
+
+
+def bind(listener: Listener) -> socket.socket:
+    """The listening socket of ``listener``, bound before anything starts, so that a port in
+    use is one clear error and not a half-started node."""
+    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listener.host, listener.port))
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"error: cannot listen on {listener.url()}: {exc.strerror}") from None
+    sock.listen(2048)
+    return sock
 
 
 def serve(
