@@ -55,6 +55,8 @@ def test_unknown_codes(code: str) -> None:
     assert lookup(code) is None
 
 
-def test_restore_text_defaults_to_name() -> None:
-    assert EVENTS["130"].restore_text == "Burglary"
+def test_restore_text_defaults_to_name_and_restore() -> None:
+    assert EVENTS["130"].restore_text == "Burglary Restore"
     assert EVENTS["358"].restore_text != EVENTS["358"].name
+    # the restore of an opening is a closing: its text stays the name
+    assert EVENTS["401"].restore_text == EVENTS["401"].name

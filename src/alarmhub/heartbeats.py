@@ -2,7 +2,8 @@
 
 A heartbeat costs a dictionary write. Every few seconds the changed pairs are written through the
 writer in one transaction. A supervision loop marks a pair failed when it misses its timeout and
-restored when it beats again; listeners (alarm processing) are told of both.
+restored when it beats again, and writes that change within a second; the writer process turns
+it into a SOURCE FAILURE alarm or its restoral.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class HeartbeatSupervisor:
         self._dirty: set[tuple[str, str]] = set()
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._changed = False
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -90,6 +92,7 @@ class HeartbeatSupervisor:
                 self._tell(state, "failed")
 
     def _tell(self, state: PairState, change: Change) -> None:
+        self._changed = True  # written at the next check, not at the next periodic flush
         level = logging.WARNING if change == "failed" else logging.INFO
         log.log(
             level,
@@ -126,6 +129,9 @@ class HeartbeatSupervisor:
         while True:
             await asyncio.sleep(CHECK_SECONDS)
             self.check(now_us())
+            if self._changed:
+                self._changed = False
+                await self.flush()
 
 
 def _persist(conn: Connection, rows: list[tuple[str, str, int, bool]]) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from alarmhub.core.runaway import DEFAULT_LIMIT, DEFAULT_MINUTES
 from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
 
 CONFIG_FILE = "alarmhub.toml"
@@ -27,6 +28,9 @@ class Settings:
     heartbeat_flush_seconds: float = 5.0
     idempotency_hours: int = 24
     max_batch: int = 2000
+    runaway_limit: int = DEFAULT_LIMIT
+    runaway_minutes: int = DEFAULT_MINUTES
+    test_grace_minutes: int = 60
     max_body_bytes: int = 16384
     log_level: str = "info"
     log_format: str = "keyvalue"
@@ -69,6 +73,9 @@ _KINDS: dict[str, type] = {
     "heartbeat_flush_seconds": float,
     "idempotency_hours": int,
     "max_batch": int,
+    "runaway_limit": int,
+    "runaway_minutes": int,
+    "test_grace_minutes": int,
     "max_body_bytes": int,
     "log_level": str,
     "log_format": str,
@@ -101,6 +108,9 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
     settings = replace(Settings(), **values)
     if settings.heartbeat_timeout <= 0:
         raise SettingsError("heartbeat_timeout must be a positive number of seconds")
-    if settings.max_batch <= 0:
-        raise SettingsError("max_batch must be positive")
+    for name in ("max_batch", "runaway_limit", "runaway_minutes"):
+        if getattr(settings, name) <= 0:
+            raise SettingsError(f"{name} must be positive")
+    if settings.test_grace_minutes < 0:
+        raise SettingsError("test_grace_minutes must not be negative")
     return settings

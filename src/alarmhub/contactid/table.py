@@ -22,6 +22,12 @@ class EventCode:
     restore_text: str
 
 
+def _restore_text(name: str, classification: str) -> str:
+    """DC-05 names most restores after their event: ``Burglary Restore``. The restore of an
+    opening is a closing, which the alarm type's restore TYPE says; its text stays the name."""
+    return name if classification.startswith("Open/Close") else f"{name} Restore"
+
+
 def _load() -> dict[str, EventCode]:
     text = resources.files("alarmhub.contactid").joinpath("events.tsv").read_text("utf-8")
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
@@ -36,7 +42,7 @@ def _load() -> dict[str, EventCode]:
             classification=row["classification"],
             address=address,  # type: ignore[arg-type]
             event_text=row["event_text"] or row["name"],
-            restore_text=row["restore_text"] or row["name"],
+            restore_text=row["restore_text"] or _restore_text(row["name"], row["classification"]),
         )
     return table
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.signal import Signal, SignalFields
@@ -103,7 +103,19 @@ class SignalInsert:
             yield self.statement(len(chunk)), tuple(values)
 
 
-_LAST_INCIDENT = select(func.max(s.signal.c.incident_number))
+INCIDENT = "incident"
+_ADVANCE = (
+    update(s.sequence)
+    .where(s.sequence.c.name == INCIDENT)
+    .values(value=s.sequence.c.value + bindparam("count"))
+)
+_LAST_INCIDENT = select(s.sequence.c.value).where(s.sequence.c.name == INCIDENT)
+
+
+def allocate_incidents(conn: Connection, count: int) -> int:
+    """Reserve ``count`` incident numbers in the caller's write transaction; the first one."""
+    conn.execute(_ADVANCE, {"count": count})
+    return int(conn.execute(_LAST_INCIDENT).scalar_one()) - count + 1
 
 
 class PlainCommit:
@@ -115,7 +127,15 @@ class PlainCommit:
         self._engine = engine
         self._statement = statement
         self._begin = begin_write_sql(engine)
-        self._last_incident = str(_LAST_INCIDENT.compile(dialect=engine.dialect))
+        advance = _ADVANCE.compile(dialect=engine.dialect)
+        if advance.positiontup is None:
+            raise RuntimeError(f"{engine.dialect.name}: positional parameters expected")
+        self._advance = str(advance)
+        self._advance_order = list(advance.positiontup)
+        self._advance_defaults = dict(advance.params)
+        self._last_incident = str(
+            _LAST_INCIDENT.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True})
+        )
         self._connection: Any = None
 
     def __call__(self, batch: Sequence[Signal]) -> list[Stored]:
@@ -125,8 +145,10 @@ class PlainCommit:
         cursor = connection.cursor()
         try:
             cursor.execute(self._begin)
+            params = {**self._advance_defaults, "count": len(batch)}
+            cursor.execute(self._advance, tuple(params[name] for name in self._advance_order))
             cursor.execute(self._last_incident)
-            first = int(cursor.fetchone()[0] or 0) + 1
+            first = int(cursor.fetchone()[0]) - len(batch) + 1
             for sql, values in self._statement.chunks(first, batch):
                 cursor.execute(sql, values)
             connection.commit()
@@ -145,11 +167,6 @@ class PlainCommit:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
-
-
-def next_incident_number(conn: Connection) -> int:
-    """The first free incident number; the write transaction holds the database's write lock."""
-    return int(conn.execute(_LAST_INCIDENT).scalar() or 0) + 1
 
 
 def commit_signals(
@@ -181,7 +198,7 @@ def commit_signals(
         first_of_key[key] = i
         fresh.append(i)
     if fresh:
-        first = next_incident_number(conn)
+        first = allocate_incidents(conn, len(fresh))
         fresh_position = {i: offset for offset, i in enumerate(fresh)}
         for i, offset in fresh_position.items():
             outcome[i] = Stored(first + offset)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Index,
@@ -77,6 +78,9 @@ account = Table(
     Column("state", String(30), nullable=False, default=""),
     Column("created_us", BigInteger, nullable=False),
     Column("updated_us", BigInteger, nullable=False),
+    Column("test_interval_s", Integer, nullable=True),
+    Column("last_test_us", BigInteger, nullable=True),
+    Column("test_alarm_id", BigInteger, nullable=True),
 )
 
 signal = Table(
@@ -126,6 +130,7 @@ heartbeat = Table(
     Column("last_seen_us", BigInteger, nullable=False),
     Column("timeout_s", Integer, nullable=True),
     Column("failed_us", BigInteger, nullable=True),
+    Column("alarm_id", BigInteger, nullable=True),
     PrimaryKeyConstraint("source", "destination"),
 )
 
@@ -136,3 +141,92 @@ revision = Table(
     Column("value", BigInteger, nullable=False),
 )
 """A counter per kind of provisioning data, bumped by every change so servers reload caches."""
+
+# alarm processing ---------------------------------------------------------------------------
+
+sequence = Table(
+    "sequence",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)
+"""Named counters; ``incident`` gives every signal and every system event its incident number."""
+
+alarm_type = Table(
+    "alarm_type",
+    metadata,
+    Column("code", String(3), primary_key=True),
+    Column("type", String(5), nullable=False),
+    Column("restore_type", String(5), nullable=False),
+    Column("priority", String(1), nullable=False),
+    Column("color", String(2), nullable=False),
+    Column("category", String(1), nullable=False),
+    Column("restore_expected", Boolean, nullable=False),
+    Column("hist_text", String(60), nullable=False),
+    Column("updated_us", BigInteger, nullable=False),
+)
+"""The station's overrides of the shipped alarm types (core/alarm_types.tsv)."""
+
+alarm = Table(
+    "alarm",
+    metadata,
+    Column("alarm_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("state", String(12), nullable=False),
+    Column("account_number", String(9), nullable=False),
+    Column("type", String(5), nullable=False),
+    Column("priority", String(1), nullable=False),
+    Column("color", String(2), nullable=False),
+    Column("hist_text", String(80), nullable=False),
+    Column("path", String(8), nullable=False),
+    Column("code", String(4), nullable=False),
+    Column("event_code", String(3), nullable=False),
+    Column("area", String(2), nullable=False),
+    Column("zone", String(3), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("destination", String(64), nullable=False),
+    Column("dnis", String(5), nullable=False),
+    Column("panel", String(10), nullable=False),
+    Column("received_us", BigInteger, nullable=False),
+    Column("pending_us", BigInteger, nullable=False),
+    Column("restore_us", BigInteger, nullable=True),
+    Column("passcode_verified", String(1), nullable=False, default="N"),
+)
+"""Alarms that need an operator: the pending queue (state ``pending``) and, later, in process."""
+Index("ix_alarm_queue", alarm.c.state, alarm.c.priority, alarm.c.pending_us, alarm.c.alarm_id)
+Index("ix_alarm_open", alarm.c.account_number, alarm.c.event_code, alarm.c.area, alarm.c.zone)
+
+history = Table(
+    "history",
+    metadata,
+    Column(
+        "event_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("account_number", String(9), nullable=False),
+    Column("incident_number", BigInteger, nullable=False),
+    Column("received_us", BigInteger, nullable=False),
+    Column("code", String(4), nullable=False),
+    Column("event_code", String(3), nullable=False),
+    Column("area", String(2), nullable=False),
+    Column("zone", String(3), nullable=False),
+    Column("type", String(5), nullable=False),
+    Column("opr", String(3), nullable=True),
+    Column("alarm_category", String(1), nullable=False),
+    Column("priority", String(1), nullable=False),
+    Column("hist_text", String(80), nullable=False),
+    Column("am_notify", String(1), nullable=False, default="N"),
+    Column("pr_checksum", String(8), nullable=False),
+    Column("second_zone_is", String(1), nullable=False),
+    Column("color", String(2), nullable=False),
+    Column("video", String(1), nullable=False, default="N"),
+    Column("alarm_id", BigInteger, nullable=True),
+    Column("source", String(64), nullable=False),
+    Column("destination", String(64), nullable=False),
+    Column("dnis", String(5), nullable=False),
+    Column("panel", String(10), nullable=False),
+)
+"""Account history: one event per routed signal, system alarm, restoral and operator action."""
+Index("ix_history_account_time", history.c.account_number, history.c.received_us)
+Index("ix_history_incident", history.c.incident_number)

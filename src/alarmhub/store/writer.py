@@ -99,6 +99,9 @@ class SignalWriter:
             "url": s.database,
             "max_batch": s.max_batch,
             "idempotency_hours": s.idempotency_hours,
+            "runaway_limit": s.runaway_limit,
+            "runaway_minutes": s.runaway_minutes,
+            "test_grace_minutes": s.test_grace_minutes,
             "log_level": s.log_level,
             "log_format": s.log_format,
         }

@@ -1,15 +1,18 @@
-"""The writer process: the one place a node writes signals, in group commits.
+"""The writer process: the one place a node writes signals, and where they are processed.
 
 It reads batches of signals from its parent over a socket, merges every batch that is waiting
 into one transaction (one fsync), and answers with the incident numbers once that transaction is
-committed. It runs apart from the HTTP process so that the database work never waits for, nor
-holds up, the event loop's interpreter lock. It exits when its parent's end of the socket closes,
-after finishing the commit in progress; SIGINT and SIGTERM are left to the parent.
+committed. Between commits it routes the committed signals in order (pending alarms, history)
+and, every second, runs the supervision checks (fail to test, heartbeat loss). It runs apart
+from the HTTP process so that database work never waits for, nor holds up, the event loop's
+interpreter lock. It exits when its parent's end of the socket closes, after finishing the
+commit in progress; SIGINT and SIGTERM are left to the parent.
 """
 
 from __future__ import annotations
 
 import logging
+import select
 import signal
 import socket
 import sys
@@ -17,23 +20,30 @@ import time
 from typing import Any
 
 from alarmhub import logs
+from alarmhub.clock import now_us
 from alarmhub.store import framing
 from alarmhub.store.commit import PlainCommit, SignalInsert, commit_signals, from_wire
 from alarmhub.store.engine import open_engine, write_transaction
+from alarmhub.store.processing import ROUTE_BATCH, Processor
 
 log = logging.getLogger("alarmhub.writer")
 READ_SIZE = 1 << 20
+SUPERVISE_SECONDS = 1.0
+ROUTE_ON_EXIT_BATCHES = 20
 
 
-def _read_available(sock: socket.socket, buffer: bytearray) -> bool:
-    """Block for some bytes, then take whatever else is already there. False on EOF."""
-    sock.setblocking(True)
-    data = sock.recv(READ_SIZE)
-    if not data:
-        return False
-    buffer += data
+def _read_available(sock: socket.socket, buffer: bytearray, timeout: float | None) -> bool:
+    """Wait up to ``timeout`` seconds (None: for ever) for bytes, then take whatever else is
+    already there. False on EOF."""
+    readable, _, _ = select.select([sock], [], [], timeout)
+    if not readable:
+        return True
     sock.setblocking(False)
     try:
+        data = sock.recv(READ_SIZE)
+        if not data:
+            return False
+        buffer += data
         while data := sock.recv(READ_SIZE):
             buffer += data
     except BlockingIOError:
@@ -49,30 +59,66 @@ def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any]:
         if messages:
             config: dict[str, Any] = messages[0]
             return config
-        if not _read_available(sock, buffer):
+        if not _read_available(sock, buffer, None):
             raise SystemExit(0)
 
 
-def run(sock: socket.socket) -> None:
-    buffer = bytearray()
-    config = _configuration(sock, buffer)
-    logs.configure(config["log_level"], config["log_format"])
-    engine = open_engine(config["url"])
-    max_batch = int(config["max_batch"])
-    statement = SignalInsert(engine)
-    plain = PlainCommit(engine, statement)
-    window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
-    sock.sendall(framing.encode({"ready": True}))
-    waiting: list[list[Any]] = []
-    open_ = True
-    while open_ or waiting:
-        if open_ and (not waiting or _has_more(sock)):
-            open_ = _read_available(sock, buffer)
-            waiting += framing.decode_all(buffer)
-        if not waiting:
-            continue
+class WriterLoop:
+    """Group commits first, routing and supervision in between."""
+
+    def __init__(self, sock: socket.socket, config: dict[str, Any], buffer: bytearray) -> None:
+        self._sock = sock
+        self._engine = open_engine(config["url"])
+        self._max_batch = int(config["max_batch"])
+        self._statement = SignalInsert(self._engine)
+        self._plain = PlainCommit(self._engine, self._statement)
+        self._window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
+        self._processor = Processor(
+            self._engine,
+            runaway_limit=int(config["runaway_limit"]),
+            runaway_minutes=int(config["runaway_minutes"]),
+            test_grace_s=int(config["test_grace_minutes"]) * 60,
+        )
+        self._buffer = buffer
+        self._waiting: list[list[Any]] = []
+        self._open = True
+        self._route_due = True
+        self._next_supervision = time.monotonic()
+
+    def run(self) -> None:
+        with write_transaction(self._engine) as conn:
+            self._processor.recall(conn, now_us())
+        self._sock.sendall(framing.encode({"ready": True}))
+        while self._open or self._waiting:
+            self._receive()
+            if self._waiting:
+                self._commit()
+            if self._route_due:
+                self._route_due = self._route() == ROUTE_BATCH
+            if time.monotonic() >= self._next_supervision:
+                self._supervise()
+        for _ in range(ROUTE_ON_EXIT_BATCHES):
+            if self._route() < ROUTE_BATCH:
+                break
+        self._plain.close()
+        self._engine.dispose()
+
+    def _receive(self) -> None:
+        if not self._open:
+            return
+        if self._waiting or self._route_due:
+            timeout = 0.0
+        else:
+            timeout = max(0.0, self._next_supervision - time.monotonic())
+        self._open = _read_available(self._sock, self._buffer, timeout)
+        self._waiting += framing.decode_all(self._buffer)
+
+    def _commit(self) -> None:
         frames, rows = 0, 0
-        while frames < len(waiting) and (frames == 0 or rows + len(waiting[frames]) <= max_batch):
+        waiting = self._waiting
+        while frames < len(waiting) and (
+            frames == 0 or rows + len(waiting[frames]) <= self._max_batch
+        ):
             rows += len(waiting[frames])
             frames += 1
         batch = [from_wire(row) for frame in waiting[:frames] for row in frame]
@@ -81,32 +127,39 @@ def run(sock: socket.socket) -> None:
         reply: dict[str, Any]
         try:
             if any(sig.idempotency_key is not None for sig in batch):
-                with write_transaction(engine) as conn:
-                    stored = commit_signals(conn, statement, batch, window_us)
+                with write_transaction(self._engine) as conn:
+                    stored = commit_signals(conn, self._statement, batch, self._window_us)
             else:
-                stored = plain(batch)
+                stored = self._plain(batch)
             reply = {
                 "frames": frames,
                 "stored": [[x.incident_number, x.duplicate] for x in stored],
                 "seconds": time.perf_counter() - started,
             }
+            self._route_due = True
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
             reply = {"frames": frames, "error": repr(exc)}
         try:
-            sock.sendall(framing.encode(reply))
+            self._sock.sendall(framing.encode(reply))
         except OSError:
-            open_ = False  # the parent is gone; what is committed stays committed
-    plain.close()
-    engine.dispose()
+            self._open = False  # the parent is gone; what is committed stays committed
 
+    def _route(self) -> int:
+        try:
+            with write_transaction(self._engine) as conn:
+                return self._processor.route(conn, now_us())
+        except Exception as exc:
+            log.error("routing failed; will retry", extra={"error": repr(exc)})
+            return 0
 
-def _has_more(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return bool(sock.recv(1, socket.MSG_PEEK))
-    except BlockingIOError:
-        return False
+    def _supervise(self) -> None:
+        self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
+        try:
+            with write_transaction(self._engine) as conn:
+                self._processor.supervise(conn, now_us())
+        except Exception as exc:
+            log.error("supervision failed; will retry", extra={"error": repr(exc)})
 
 
 def main() -> None:
@@ -114,7 +167,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
     try:
-        run(sock)
+        buffer = bytearray()
+        config = _configuration(sock, buffer)
+        logs.configure(config["log_level"], config["log_format"])
+        WriterLoop(sock, config, buffer).run()
     except Exception:
         log.exception("writer process failed")
         raise SystemExit(1) from None

@@ -1,0 +1,358 @@
+"""Alarm processing in the store: the router's repository over one transaction, the routing of
+committed signals in order, and the supervision checks (fail to test, heartbeat loss).
+
+Each routing transaction marks the signals it routed, so a signal is routed exactly once even
+when the process dies between storing and routing it: the next start routes what is unrouted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, insert, select, update
+from sqlalchemy.engine import Engine
+
+from alarmhub.core.alarm_types import (
+    FAIL_TO_TEST,
+    SOURCE_FAILURE,
+    AlarmType,
+    merged,
+)
+from alarmhub.core.router import (
+    SIGNAL_PATHS,
+    Alarm,
+    HistoryEvent,
+    Router,
+    StoredSignal,
+    runaway_key,
+)
+from alarmhub.core.runaway import RunawayMonitor
+from alarmhub.store import provisioning
+from alarmhub.store import schema as s
+from alarmhub.store.commit import allocate_incidents
+
+log = logging.getLogger("alarmhub.router")
+ROUTE_BATCH = 500
+PENDING = "pending"
+OPEN_STATES = ("pending",)
+_ACCOUNT_CHUNK = 500
+
+
+@dataclass
+class Station:
+    """Provisioning data the router reads on every signal, reloaded when it changes."""
+
+    revision: int = -1
+    masks: dict[str, str] = field(default_factory=dict)
+    alarm_types: dict[str, AlarmType] = field(default_factory=dict)
+
+    def refresh(self, conn: Connection) -> None:
+        current = provisioning.revision(conn)
+        if current == self.revision:
+            return
+        self.masks = dict(conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask)).tuples().all())
+        self.alarm_types = merged(alarm_type_overrides(conn))
+        self.revision = current
+
+
+def alarm_type_overrides(conn: Connection) -> dict[str, AlarmType]:
+    rows = conn.execute(select(s.alarm_type)).mappings()
+    return {
+        row["code"]: AlarmType(
+            code=row["code"],
+            type=row["type"],
+            restore_type=row["restore_type"],
+            priority=row["priority"],
+            color=row["color"],
+            category=row["category"],
+            restore_expected=bool(row["restore_expected"]),
+            hist_text=row["hist_text"],
+        )
+        for row in rows
+    }
+
+
+def _history_row(event: HistoryEvent) -> dict[str, Any]:
+    return {
+        "account_number": event.account_number,
+        "incident_number": event.incident_number,
+        "received_us": event.received_us,
+        "code": event.code,
+        "event_code": event.event_code,
+        "area": event.area,
+        "zone": event.zone,
+        "type": event.type,
+        "opr": event.opr,
+        "alarm_category": event.alarm_category,
+        "priority": event.priority,
+        "hist_text": event.hist_text,
+        "am_notify": "N",
+        "pr_checksum": event.path.value,
+        "second_zone_is": event.second_zone_is,
+        "color": event.color,
+        "video": "N",
+        "alarm_id": event.alarm_id,
+        "source": event.source,
+        "destination": event.destination,
+        "dnis": event.dnis,
+        "panel": event.panel,
+    }
+
+
+def _alarm_row(alarm: Alarm, pending_us: int) -> dict[str, Any]:
+    row = asdict(alarm)
+    row["path"] = alarm.path.value
+    row.update(
+        event_code=alarm.event_code,
+        state=PENDING,
+        pending_us=pending_us,
+        restore_us=None,
+        passcode_verified="N",
+    )
+    return row
+
+
+class SqlRepository:
+    """The router's repository inside one transaction. Writes are buffered and inserted in bulk
+    at :meth:`flush`; lookups see what this transaction has buffered so far."""
+
+    def __init__(self, conn: Connection, station: Station) -> None:
+        self._conn = conn
+        self._station = station
+        self._known_accounts: set[str] = set()
+        self._checked_accounts: set[str] = set()
+        self._alarms: dict[int, dict[str, Any]] = {}
+        self._history: list[dict[str, Any]] = []
+
+    def preload_accounts(self, numbers: set[str]) -> None:
+        """Look up many accounts at once (the accounts a batch of signals may belong to)."""
+        wanted = sorted(numbers - self._checked_accounts)
+        for start in range(0, len(wanted), _ACCOUNT_CHUNK):
+            chunk = wanted[start : start + _ACCOUNT_CHUNK]
+            found = self._conn.execute(
+                select(s.account.c.account_number).where(s.account.c.account_number.in_(chunk))
+            ).scalars()
+            self._known_accounts.update(found)
+        self._checked_accounts.update(wanted)
+
+    def line_mask(self, dnis: str) -> str | None:
+        return self._station.masks.get(dnis)
+
+    def account_exists(self, account_number: str) -> bool:
+        if account_number not in self._checked_accounts:
+            self.preload_accounts({account_number})
+        return account_number in self._known_accounts
+
+    def alarm_type(self, event_code: str) -> AlarmType:
+        return self._station.alarm_types[event_code]
+
+    def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
+        key = (account_number, event_code, area, zone)
+        for alarm_id in sorted(self._alarms, reverse=True):
+            row = self._alarms[alarm_id]
+            if (
+                row["restore_us"] is None
+                and (row["account_number"], row["event_code"], row["area"], row["zone"]) == key
+            ):
+                return alarm_id
+        a = s.alarm.c
+        found = self._conn.execute(
+            select(a.alarm_id)
+            .where(
+                a.account_number == account_number,
+                a.event_code == event_code,
+                a.area == area,
+                a.zone == zone,
+                a.restore_us.is_(None),
+                a.state.in_(OPEN_STATES),
+            )
+            .order_by(a.alarm_id.desc())
+            .limit(1)
+        ).scalar()
+        return int(found) if found is not None else None
+
+    def new_incident_number(self) -> int:
+        return allocate_incidents(self._conn, 1)
+
+    def add_alarm(self, alarm: Alarm, pending_us: int) -> None:
+        self._alarms[alarm.alarm_id] = _alarm_row(alarm, pending_us)
+
+    def add_history(self, event: HistoryEvent) -> None:
+        self._history.append(_history_row(event))
+
+    def restore_arrived(self, alarm_id: int, at_us: int) -> None:
+        buffered = self._alarms.get(alarm_id)
+        if buffered is not None:
+            buffered["restore_us"] = at_us
+            return
+        self._conn.execute(
+            update(s.alarm)
+            .where(s.alarm.c.alarm_id == alarm_id, s.alarm.c.restore_us.is_(None))
+            .values(restore_us=at_us)
+        )
+
+    def test_report(self, account_number: str, at_us: int) -> int | None:
+        t = s.account.c
+        ended = self._conn.execute(
+            select(t.test_alarm_id).where(t.account_number == account_number)
+        ).scalar()
+        self._conn.execute(
+            update(s.account)
+            .where(t.account_number == account_number)
+            .values(last_test_us=at_us, test_alarm_id=None)
+        )
+        return int(ended) if ended is not None else None
+
+    def flush(self) -> None:
+        if self._alarms:
+            self._conn.execute(insert(s.alarm), list(self._alarms.values()))
+            self._alarms.clear()
+        if self._history:
+            self._conn.execute(insert(s.history), self._history)
+            self._history = []
+
+
+class Processor:
+    """Routes committed signals and runs the supervision checks; one per database writer."""
+
+    def __init__(
+        self, engine: Engine, runaway_limit: int, runaway_minutes: int, test_grace_s: int
+    ) -> None:
+        self._engine = engine
+        self.router = Router(RunawayMonitor(runaway_limit, runaway_minutes))
+        self.station = Station()
+        self._test_grace_s = test_grace_s
+
+    def recall(self, conn: Connection, now_us: int) -> None:
+        """Rebuild the runaway windows from the history of the last minutes (after a start)."""
+        window_us = self.router.runaway.minutes * 60 * 1_000_000
+        h = s.history.c
+        rows = conn.execute(
+            select(h.account_number, h.dnis, h.panel, h.received_us)
+            .where(h.received_us >= now_us - window_us, h.pr_checksum.in_(SIGNAL_PATHS))
+            .order_by(h.received_us, h.event_id)
+        )
+        for account, dnis, panel, received in rows:
+            self.router.runaway.observe(runaway_key(account, dnis, panel), received)
+
+    def route(self, conn: Connection, now_us: int, limit: int = ROUTE_BATCH) -> int:
+        """Route up to ``limit`` unrouted signals, oldest first, in the caller's transaction."""
+        sig = s.signal.c
+        rows = conn.execute(
+            select(
+                sig.incident_number,
+                sig.source,
+                sig.destination,
+                sig.dnis,
+                sig.panel,
+                sig.code,
+                sig.area,
+                sig.zone,
+                sig.received_us,
+            )
+            .where(sig.routed_us.is_(None))
+            .order_by(sig.incident_number)
+            .limit(limit)
+        ).all()
+        if not rows:
+            return 0
+        self.station.refresh(conn)
+        repo = SqlRepository(conn, self.station)
+        signals = [StoredSignal(*row) for row in rows]
+        self._preload(repo, signals)
+        for signal in signals:
+            self.router.route(repo, signal, now_us)
+        repo.flush()
+        conn.execute(
+            update(s.signal)
+            .where(
+                and_(
+                    sig.incident_number >= signals[0].incident_number,
+                    sig.incident_number <= signals[-1].incident_number,
+                    sig.routed_us.is_(None),
+                )
+            )
+            .values(routed_us=now_us)
+        )
+        self.router.runaway.forget_quiet(now_us)
+        return len(signals)
+
+    def _preload(self, repo: SqlRepository, signals: Sequence[StoredSignal]) -> None:
+        from alarmhub.core.line_mask import apply_mask
+
+        numbers = set()
+        for signal in signals:
+            mask = self.station.masks.get(signal.dnis)
+            number = apply_mask(mask, signal.panel) if mask is not None else None
+            if number:
+                numbers.add(number)
+        repo.preload_accounts(numbers)
+
+    def supervise(self, conn: Connection, now_us: int) -> int:
+        """Raise FAIL TO TEST and SOURCE FAILURE alarms and their restorals; how many changed."""
+        self.station.refresh(conn)
+        repo = SqlRepository(conn, self.station)
+        changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
+        repo.flush()
+        return changed
+
+    def _fail_to_test(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:
+        from alarmhub.core.supervision import test_overdue
+
+        t = s.account.c
+        rows = conn.execute(
+            select(t.account_number, t.test_interval_s, t.last_test_us, t.created_us).where(
+                t.test_interval_s.is_not(None), t.test_alarm_id.is_(None)
+            )
+        ).all()
+        raised = 0
+        for account, interval_s, last_test, created in rows:
+            if not test_overdue(last_test or created, interval_s, self._test_grace_s, now_us):
+                continue
+            alarm_id = self.router.raise_alarm(
+                repo, FAIL_TO_TEST, account, FAIL_TO_TEST.name, now_us
+            )
+            conn.execute(
+                update(s.account).where(t.account_number == account).values(test_alarm_id=alarm_id)
+            )
+            log.warning("fail to test", extra={"account": account, "incident_number": alarm_id})
+            raised += 1
+        return raised
+
+    def _source_failures(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:
+        h = s.heartbeat.c
+        changed = 0
+        failed = conn.execute(
+            select(h.source, h.destination).where(h.failed_us.is_not(None), h.alarm_id.is_(None))
+        ).all()
+        for source, destination in failed:
+            text = f"{SOURCE_FAILURE.name} {source}:{destination}"
+            alarm_id = self.router.raise_alarm(repo, SOURCE_FAILURE, "", text, now_us)
+            conn.execute(
+                update(s.heartbeat)
+                .where(h.source == source, h.destination == destination)
+                .values(alarm_id=alarm_id)
+            )
+            log.warning(
+                "source failure alarm",
+                extra={"source": source, "destination": destination, "incident_number": alarm_id},
+            )
+            changed += 1
+        back = conn.execute(
+            select(h.source, h.destination, h.alarm_id).where(
+                h.failed_us.is_(None), h.alarm_id.is_not(None)
+            )
+        ).all()
+        for source, destination, alarm_id in back:
+            text = f"{SOURCE_FAILURE.name} {source}:{destination}"
+            self.router.restore_alarm(repo, SOURCE_FAILURE, alarm_id, "", text, now_us)
+            conn.execute(
+                update(s.heartbeat)
+                .where(h.source == source, h.destination == destination)
+                .values(alarm_id=None)
+            )
+            changed += 1
+        return changed

@@ -1,0 +1,80 @@
+"""Read-only queries over the queues and history: what operators, reports and the query
+interface see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from alarmhub.store import schema as s
+
+PENDING = "pending"
+
+
+def pending_alarms(conn: Connection, limit: int | None = None) -> list[dict[str, Any]]:
+    """The pending queue: PRIORITY first ('!' before 'A' before 'a'), then the time the alarm
+    entered pending, oldest first; with the account's company name."""
+    a = s.alarm.c
+    query = (
+        select(s.alarm, s.account.c.company_name)
+        .select_from(s.alarm.outerjoin(s.account, s.account.c.account_number == a.account_number))
+        .where(a.state == PENDING)
+        .order_by(a.priority, a.pending_us, a.alarm_id)
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def count_pending(conn: Connection) -> int:
+    a = s.alarm.c
+    return int(conn.execute(select(func.count()).where(a.state == PENDING)).scalar_one())
+
+
+def alarm(conn: Connection, alarm_id: int) -> dict[str, Any] | None:
+    row = conn.execute(select(s.alarm).where(s.alarm.c.alarm_id == alarm_id)).mappings().first()
+    return dict(row) if row else None
+
+
+def account_history(
+    conn: Connection,
+    account_number: str,
+    start_us: int,
+    stop_us: int,
+    limit: int | None = None,
+    paths: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One account's history events received in ``[start_us, stop_us]``, newest first.
+
+    Served by the index on (account_number, received_us): the cost grows with the events
+    returned, not with the size of history.
+    """
+    h = s.history.c
+    query = (
+        select(s.history)
+        .where(
+            h.account_number == account_number,
+            h.received_us >= start_us,
+            h.received_us <= stop_us,
+        )
+        .order_by(h.received_us.desc(), h.event_id.desc())
+    )
+    if paths is not None:
+        query = query.where(h.pr_checksum.in_(sorted(paths)))
+    if limit is not None:
+        query = query.limit(limit)
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def history_of_incident(conn: Connection, incident_number: int) -> list[dict[str, Any]]:
+    """Every history event that carries ``incident_number`` (a routed signal has exactly one)."""
+    h = s.history.c
+    query = select(s.history).where(h.incident_number == incident_number).order_by(h.event_id)
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def unrouted_count(conn: Connection) -> int:
+    sig = s.signal.c
+    query = select(func.count()).select_from(s.signal).where(sig.routed_us.is_(None))
+    return int(conn.execute(query).scalar_one())
