@@ -24,7 +24,7 @@ from alarmhub.client import HEARTBEAT_SECONDS, SignalClient
 from alarmhub.core.account import Account, account_problem
 from alarmhub.core.tokens import split_pair
 from alarmhub.store import engine as store_engine
-from alarmhub.store import provisioning
+from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -375,6 +375,12 @@ def account() -> None:
 @click.option("--street", default="", help="Street address.")
 @click.option("--city", default="", help="City.")
 @click.option("--state", default="", help="State.")
+@click.option(
+    "--test-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="HOURS",
+    help="Expect a periodic test report (E602) this often; FAIL TO TEST when it is late.",
+)
 @data_dir_option
 @json_option
 @provisioning_errors
@@ -384,14 +390,44 @@ def account_add(
     street: str,
     city: str,
     state: str,
+    test_interval: float | None,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Add subscriber ACCOUNT."""
-    row = provisioning.add_account(
-        open_store(data_dir), Account(account_number, name, street, city, state)
-    )
+    engine = open_store(data_dir)
+    row = provisioning.add_account(engine, Account(account_number, name, street, city, state))
+    if test_interval is not None:
+        provisioning.set_test_interval(engine, account_number, round(test_interval * 3600))
+        row["test_interval_hours"] = test_interval
     emit(as_json, row, lambda: click.echo(f"account {account_number} added"))
+
+
+@account.command("test-interval")
+@click.argument("account_number", metavar="ACCOUNT")
+@click.argument("hours", metavar="HOURS|off")
+@data_dir_option
+@json_option
+@provisioning_errors
+def account_test_interval(
+    account_number: str, hours: str, data_dir: Path | None, as_json: bool
+) -> None:
+    """Expect a test report (E602) from ACCOUNT every HOURS (the clock starts now), or, with
+    'off', stop expecting one. A late report raises a FAIL TO TEST alarm."""
+    if hours.lower() == "off":
+        seconds = None
+    else:
+        try:
+            seconds = round(float(hours) * 3600)
+        except ValueError:
+            raise CommandError(f"{hours!r} is not a number of hours or 'off'") from None
+    provisioning.set_test_interval(open_store(data_dir), account_number, seconds)
+    text = "off" if seconds is None else f"every {hours} h"
+    emit(
+        as_json,
+        {"account_number": account_number, "test_interval_s": seconds},
+        lambda: click.echo(f"account {account_number}: test report expected {text}"),
+    )
 
 
 CSV_COLUMNS = {
@@ -499,6 +535,144 @@ def account_list(limit: int | None, data_dir: Path | None, as_json: bool) -> Non
         ("state", "STATE"),
     ]
     emit(as_json, rows, lambda: table(rows, columns, "no accounts"))
+
+
+# alarm types ---------------------------------------------------------------------------------
+
+
+@main.group()
+def alarmtype() -> None:
+    """Alarm types: how each Contact ID event is handled (defaults plus station overrides)."""
+
+
+ALARM_TYPE_COLUMNS = [
+    ("code", "CODE"),
+    ("type", "TYPE"),
+    ("restore_type", "RESTORE"),
+    ("priority", "PRI"),
+    ("color", "COLOR"),
+    ("category", "CAT"),
+    ("restore_expected", "EXPECT RESTORE"),
+    ("hist_text", "HIST_TEXT"),
+    ("overridden", "OVERRIDE"),
+]
+
+
+@alarmtype.command("list")
+@click.option("--code", "codes", multiple=True, help="Only these event codes.")
+@click.option("--overridden", is_flag=True, help="Only the station's overrides.")
+@data_dir_option
+@json_option
+def alarmtype_list(
+    codes: tuple[str, ...], overridden: bool, data_dir: Path | None, as_json: bool
+) -> None:
+    """List alarm types: TYPE, PRIORITY, COLOR, category (O pending, S history only)."""
+    rows = provisioning.list_alarm_types(open_store(data_dir))
+    rows = [
+        r for r in rows if (not codes or r["code"] in codes) and (not overridden or r["overridden"])
+    ]
+    emit(as_json, rows, lambda: table(rows, ALARM_TYPE_COLUMNS, "no alarm types"))
+
+
+@alarmtype.command("set")
+@click.argument("code")
+@click.option("--type", "type_", help="Short alarm code, 1-5 upper-case letters or digits.")
+@click.option("--restore-type", help="TYPE when the code arrives as a restore.")
+@click.option("--priority", help="One character; '!' first, then A-Z, then a-z.")
+@click.option("--color", help="Two hex digits, background then foreground (4F: white on red).")
+@click.option("--category", type=click.Choice(["O", "S"]), help="O pending, S history only.")
+@click.option("--restore-expected/--no-restore-expected", default=None)
+@click.option("--text", "hist_text", help="HIST_TEXT template with {event}, {zone}, {area}.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def alarmtype_set(
+    code: str,
+    type_: str | None,
+    restore_type: str | None,
+    priority: str | None,
+    color: str | None,
+    category: str | None,
+    restore_expected: bool | None,
+    hist_text: str | None,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Override the alarm type of event CODE (e.g. 130); unnamed fields keep their value."""
+    row = provisioning.set_alarm_type(
+        open_store(data_dir),
+        code,
+        type=type_,
+        restore_type=restore_type,
+        priority=priority,
+        color=color.upper() if color else None,
+        category=category,
+        restore_expected=restore_expected,
+        hist_text=hist_text,
+    )
+    emit(as_json, row, lambda: click.echo(f"alarm type {code} set"))
+
+
+@alarmtype.command("reset")
+@click.argument("code")
+@data_dir_option
+@json_option
+@provisioning_errors
+def alarmtype_reset(code: str, data_dir: Path | None, as_json: bool) -> None:
+    """Drop the station's override of CODE: the shipped default applies again."""
+    provisioning.reset_alarm_type(open_store(data_dir), code)
+    emit(as_json, {"code": code, "reset": True}, lambda: click.echo(f"alarm type {code} reset"))
+
+
+# queues and history --------------------------------------------------------------------------
+
+
+def _age(us: int) -> str:
+    seconds = max(0, int(time.time() - us / 1_000_000))
+    days, rest = divmod(seconds, 86400)
+    clock = time.strftime("%H:%M:%S", time.gmtime(rest))
+    return f"{days:02d} {clock}" if days else clock
+
+
+@main.command()
+@click.option("--limit", type=click.IntRange(min=1), help="Show at most this many.")
+@data_dir_option
+@json_option
+def pending(limit: int | None, data_dir: Path | None, as_json: bool) -> None:
+    """Show the pending queue: PRIORITY first, then oldest first."""
+    with open_store(data_dir).connect() as conn:
+        rows = queries.pending_alarms(conn, limit)
+    for row in rows:
+        row["age"] = _age(row["pending_us"])
+        row["restored"] = "yes" if row["restore_us"] else ""
+    columns = [("alarm_id", "INCIDENT"), ("priority", "PRI"), ("type", "TYPE"),
+               ("account_number", "ACCOUNT"), ("company_name", "NAME"), ("hist_text", "HIST_TEXT"),
+               ("age", "PENDING"), ("restored", "RESTORED")]  # fmt: skip
+    emit(as_json, rows, lambda: table(rows, columns, "no pending alarms"))
+
+
+@main.command()
+@click.argument("account_number", metavar="ACCOUNT")
+@click.option("--hours", type=click.FloatRange(min=0, min_open=True), default=24.0,
+              show_default=True, help="How far back.")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@data_dir_option
+@json_option
+def history(
+    account_number: str, hours: float, limit: int, data_dir: Path | None, as_json: bool
+) -> None:
+    """Show an account's history, newest first ('' for the station's own events)."""
+    now = int(time.time() * 1_000_000)
+    with open_store(data_dir).connect() as conn:
+        rows = queries.account_history(
+            conn, account_number, now - int(hours * 3600 * 1_000_000), now, limit
+        )
+    for row in rows:
+        row["received"] = _when(row["received_us"])
+    columns = [("received", "RECEIVED"), ("incident_number", "INCIDENT"), ("code", "CODE"),
+               ("type", "TYPE"), ("hist_text", "HIST_TEXT"), ("pr_checksum", "PATH"),
+               ("alarm_id", "ALARM")]  # fmt: skip
+    emit(as_json, rows, lambda: table(rows, columns, "no history in that window"))
 
 
 # signals -------------------------------------------------------------------------------------

@@ -54,25 +54,8 @@ class Station:
         if current == self.revision:
             return
         self.masks = dict(conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask)).tuples().all())
-        self.alarm_types = merged(alarm_type_overrides(conn))
+        self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
         self.revision = current
-
-
-def alarm_type_overrides(conn: Connection) -> dict[str, AlarmType]:
-    rows = conn.execute(select(s.alarm_type)).mappings()
-    return {
-        row["code"]: AlarmType(
-            code=row["code"],
-            type=row["type"],
-            restore_type=row["restore_type"],
-            priority=row["priority"],
-            color=row["color"],
-            category=row["category"],
-            restore_expected=bool(row["restore_expected"]),
-            hist_text=row["hist_text"],
-        )
-        for row in rows
-    }
 
 
 def _history_row(event: HistoryEvent) -> dict[str, Any]:

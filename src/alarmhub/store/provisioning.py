@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
+from alarmhub.contactid import EVENTS
 from alarmhub.core import tokens
 from alarmhub.core.account import Account, account_problem
+from alarmhub.core.alarm_types import DEFAULTS, AlarmType, alarm_type_problem, with_changes
 from alarmhub.core.line_mask import mask_problem
 from alarmhub.core.signal import valid_dnis
 from alarmhub.store import schema as s
@@ -293,3 +295,77 @@ def list_accounts(engine: Engine, limit: int | None = None) -> list[dict[str, An
 def count_accounts(engine: Engine) -> int:
     with engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(s.account)).scalar() or 0)
+
+
+def set_test_interval(engine: Engine, account_number: str, interval_s: int | None) -> None:
+    """Expect a periodic test report (E602) from an account every ``interval_s`` seconds, or no
+    longer (None). Setting an interval starts its clock now."""
+    if interval_s is not None and interval_s <= 0:
+        raise ProvisioningError("the test interval must be positive")
+    t = s.account.c
+    with write_transaction(engine) as conn:
+        values: dict[str, Any] = {"test_interval_s": interval_s, "updated_us": now_us()}
+        if interval_s is not None:
+            values["last_test_us"] = now_us()
+        changed = conn.execute(
+            update(s.account).where(t.account_number == account_number).values(values)
+        ).rowcount
+        if not changed:
+            raise ProvisioningError(f"no account {account_number!r}")
+        bump_revision(conn)
+
+
+# alarm types ---------------------------------------------------------------------------------
+
+
+def alarm_type_overrides(conn: Connection) -> dict[str, AlarmType]:
+    rows = conn.execute(select(s.alarm_type)).mappings()
+    return {
+        row["code"]: AlarmType(
+            code=row["code"],
+            type=row["type"],
+            restore_type=row["restore_type"],
+            priority=row["priority"],
+            color=row["color"],
+            category=row["category"],
+            restore_expected=bool(row["restore_expected"]),
+            hist_text=row["hist_text"],
+        )
+        for row in rows
+    }
+
+
+def list_alarm_types(engine: Engine) -> list[dict[str, Any]]:
+    """Every alarm type in effect, each marked as shipped default or station override."""
+    with engine.connect() as conn:
+        overrides = alarm_type_overrides(conn)
+    rows = []
+    for code in sorted({**DEFAULTS, **overrides}):
+        alarm_type = overrides.get(code) or DEFAULTS[code]
+        rows.append({**asdict(alarm_type), "overridden": code in overrides})
+    return rows
+
+
+def set_alarm_type(engine: Engine, code: str, **changes: Any) -> dict[str, Any]:
+    """Override fields of the alarm type of event ``code``; the rest keep their current value."""
+    if code not in EVENTS:
+        raise ProvisioningError(f"{code!r} is not a Contact ID event code (three digits)")
+    with write_transaction(engine) as conn:
+        current = alarm_type_overrides(conn).get(code) or DEFAULTS[code]
+        updated = with_changes(current, **{k: v for k, v in changes.items() if v is not None})
+        problem = alarm_type_problem(updated)
+        if problem:
+            raise ProvisioningError(f"alarm type {code}: {problem}")
+        values = {**asdict(updated), "updated_us": now_us()}
+        conn.execute(delete(s.alarm_type).where(s.alarm_type.c.code == code))
+        conn.execute(insert(s.alarm_type).values(values))
+        bump_revision(conn)
+    return asdict(updated)
+
+
+def reset_alarm_type(engine: Engine, code: str) -> None:
+    """Drop the station's override of ``code``: the shipped default applies again."""
+    with write_transaction(engine) as conn:
+        if not conn.execute(delete(s.alarm_type).where(s.alarm_type.c.code == code)).rowcount:
+            raise ProvisioningError(f"alarm type {code} has no override")
+        bump_revision(conn)
