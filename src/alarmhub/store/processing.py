@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
@@ -29,7 +29,9 @@ from alarmhub.core.router import (
     StoredSignal,
     runaway_key,
 )
+from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.runaway import RunawayMonitor
+from alarmhub.core.supervision import test_overdue
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
 from alarmhub.store.commit import allocate_incidents
@@ -264,8 +266,6 @@ class Processor:
         return len(signals)
 
     def _preload(self, repo: SqlRepository, signals: Sequence[StoredSignal]) -> None:
-        from alarmhub.core.line_mask import apply_mask
-
         numbers = set()
         for signal in signals:
             mask = self.station.masks.get(signal.dnis)
@@ -283,17 +283,19 @@ class Processor:
         return changed
 
     def _fail_to_test(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:
-        from alarmhub.core.supervision import test_overdue
-
         t = s.account.c
+        last_test = func.coalesce(t.last_test_us, t.created_us)
+        # the database keeps only the accounts that may be overdue; the rule decides
         rows = conn.execute(
-            select(t.account_number, t.test_interval_s, t.last_test_us, t.created_us).where(
-                t.test_interval_s.is_not(None), t.test_alarm_id.is_(None)
+            select(t.account_number, t.test_interval_s, last_test).where(
+                t.test_interval_s.is_not(None),
+                t.test_alarm_id.is_(None),
+                last_test + (t.test_interval_s + self._test_grace_s) * 1_000_000 < now_us,
             )
         ).all()
         raised = 0
-        for account, interval_s, last_test, created in rows:
-            if not test_overdue(last_test or created, interval_s, self._test_grace_s, now_us):
+        for account, interval_s, last in rows:
+            if not test_overdue(last, interval_s, self._test_grace_s, now_us):
                 continue
             alarm_id = self.router.raise_alarm(
                 repo, FAIL_TO_TEST, account, FAIL_TO_TEST.name, now_us
