@@ -21,6 +21,7 @@ from alarmhub.core.alarm_types import (
     AlarmType,
     merged,
 )
+from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import (
     SIGNAL_PATHS,
     Alarm,
@@ -29,7 +30,6 @@ from alarmhub.core.router import (
     StoredSignal,
     runaway_key,
 )
-from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
 from alarmhub.store import provisioning
