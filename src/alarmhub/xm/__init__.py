@@ -1,0 +1,1 @@
+"""The monitoring query interface: ``POST /rest/rest.php`` with XMHIST, XMAPEND, XMAINPRO."""
