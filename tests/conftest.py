@@ -9,15 +9,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -174,3 +176,17 @@ def station(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Station]:
         yield Station(server, token, data_dir)
     finally:
         server.stop()
+
+
+def wait_for(
+    condition: Callable[[], T | None], what: str, seconds: float = 10.0, every: float = 0.05
+) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that; fail only when it
+    never does within ``seconds`` (a generous deadline, never a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"never happened within {seconds} s: {what}"
+        time.sleep(every)

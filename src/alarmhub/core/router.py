@@ -194,6 +194,8 @@ class Router:
                     repo, RUNAWAY, account, f"{RUNAWAY.name} {self.runaway.text}", now_us, signal
                 )
             repo.add_history(replace(history, path=Path.RUNAWAY))
+            if known and signal.code == f"E{TEST_REPORT}":
+                self._test_report(repo, account, signal.received_us, now_us)
             return
         if not known:
             priority = (
@@ -217,10 +219,14 @@ class Router:
                     priority=alarm.priority,
                     color=alarm.color,
                     hist_text=alarm.hist_text,
+                    alarm_category=OPERATOR_HANDLED,
                     path=Path.UNKNOWN,
                     alarm_id=alarm.alarm_id,
                 )
             )
+            return
+        if qualifier == "P":  # a status report of a condition still present: history only
+            repo.add_history(history)
             return
         if restore:
             linked = None
@@ -244,6 +250,12 @@ class Router:
         alarm = self._alarm_from(history, Path.PENDING)
         repo.add_alarm(alarm, now_us)
         repo.add_history(replace(history, path=Path.PENDING, alarm_id=alarm.alarm_id))
+
+    def _test_report(self, repo: Repository, account: str, at_us: int, now_us: int) -> None:
+        """A periodic test report arrived: it ends the account's FAIL TO TEST alarm, if any."""
+        ended = repo.test_report(account, at_us)
+        if ended is not None:
+            self.restore_alarm(repo, FAIL_TO_TEST, ended, account, FAIL_TO_TEST.name, now_us)
 
     @staticmethod
     def _alarm_from(history: HistoryEvent, path: Path) -> Alarm:
@@ -282,7 +294,7 @@ class Router:
             type=kind.type,
             priority=kind.priority,
             color=kind.color,
-            hist_text=_cut(text.upper()),
+            hist_text=_cut(text),
             path=Path.SYSTEM,
             received_us=now_us,
             source=signal.source if signal else "",
@@ -332,7 +344,7 @@ class Router:
                 alarm_category=OPERATOR_HANDLED,
                 priority=kind.priority,
                 color=kind.color,
-                hist_text=_cut(f"{text} RESTORE".upper()),
+                hist_text=_cut(f"{text} RESTORE"),
                 path=Path.SYSTEM,
                 alarm_id=alarm_id,
             )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, case, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
@@ -55,7 +55,8 @@ class Station:
         current = provisioning.revision(conn)
         if current == self.revision:
             return
-        self.masks = dict(conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask)).tuples().all())
+        rows = conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask))
+        self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
         self.revision = current
 
@@ -184,10 +185,11 @@ class SqlRepository:
         ended = self._conn.execute(
             select(t.test_alarm_id).where(t.account_number == account_number)
         ).scalar()
+        newest = case((t.last_test_us > at_us, t.last_test_us), else_=at_us)
         self._conn.execute(
             update(s.account)
             .where(t.account_number == account_number)
-            .values(last_test_us=at_us, test_alarm_id=None)
+            .values(last_test_us=newest, test_alarm_id=None)
         )
         return int(ended) if ended is not None else None
 
@@ -223,8 +225,19 @@ class Processor:
         for account, dnis, panel, received in rows:
             self.router.runaway.observe(runaway_key(account, dnis, panel), received)
 
+    def recover(self, conn: Connection, now_us: int) -> None:
+        """Forget the runaway windows and rebuild them from history: after a routing
+        transaction that did not commit, they count signals that were never routed (a retry
+        would count them twice, and could take an account's real alarms for a runaway)."""
+        runaway = self.router.runaway
+        self.router.runaway = RunawayMonitor(runaway.limit, runaway.minutes)
+        self.recall(conn, now_us)
+
     def route(self, conn: Connection, now_us: int, limit: int = ROUTE_BATCH) -> int:
-        """Route up to ``limit`` unrouted signals, oldest first, in the caller's transaction."""
+        """Route up to ``limit`` unrouted signals, oldest first, in the caller's transaction.
+
+        The runaway windows count the signals routed here even when the caller's transaction
+        does not commit; the caller then calls :meth:`recover` before routing again."""
         sig = s.signal.c
         rows = conn.execute(
             select(
@@ -262,7 +275,8 @@ class Processor:
             )
             .values(routed_us=now_us)
         )
-        self.router.runaway.forget_quiet(now_us)
+        # the windows run on receive times: forget by the newest signal routed, not the clock
+        self.router.runaway.forget_quiet(signals[-1].received_us)
         return len(signals)
 
     def _preload(self, repo: SqlRepository, signals: Sequence[StoredSignal]) -> None:

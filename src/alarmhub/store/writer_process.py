@@ -83,6 +83,7 @@ class WriterLoop:
         self._waiting: list[list[Any]] = []
         self._open = True
         self._route_due = True
+        self._routing_failed = False
         self._next_supervision = time.monotonic()
 
     def run(self) -> None:
@@ -148,13 +149,21 @@ class WriterLoop:
     def _route(self) -> int:
         try:
             with write_transaction(self._engine) as conn:
-                return self._processor.route(conn, now_us())
+                now = now_us()
+                if self._routing_failed:
+                    self._processor.recover(conn, now)  # forget what the failed attempt counted
+                routed = self._processor.route(conn, now)
+            self._routing_failed = False
+            return routed
         except Exception as exc:
+            self._routing_failed = True
             log.error("routing failed; will retry", extra={"error": repr(exc)})
             return 0
 
     def _supervise(self) -> None:
         self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
+        if self._routing_failed:
+            self._route_due = True  # retry once a second, also when no new signal arrives
         try:
             with write_transaction(self._engine) as conn:
                 self._processor.supervise(conn, now_us())
