@@ -537,6 +537,82 @@ def account_list(limit: int | None, data_dir: Path | None, as_json: bool) -> Non
     emit(as_json, rows, lambda: table(rows, columns, "no accounts"))
 
 
+# API users of the query interface ------------------------------------------------------------
+
+
+def _station_key(data_dir: Path | None) -> Any:
+    from alarmhub import secret_key
+
+    settings = load_settings(data_dir)
+    try:
+        return secret_key.load(settings.data_dir)
+    except secret_key.SecretKeyError as exc:
+        raise CommandError(str(exc)) from None
+
+
+@main.group()
+def apiuser() -> None:
+    """Users of the monitoring query interface (XMHIST, XMAPEND, XMAINPRO)."""
+
+
+@apiuser.command("add")
+@click.argument("username")
+@click.option("--password", help="The password (default: a random one, printed once).")
+@click.option("--hmac-only", is_flag=True, help="Accept only hmac-sha256 digests from this user.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def apiuser_add(
+    username: str, password: str | None, hmac_only: bool, data_dir: Path | None, as_json: bool
+) -> None:
+    """Add API user USERNAME; its password is stored encrypted with the station's key."""
+    engine = open_store(data_dir)
+    secret = provisioning.add_api_user(
+        engine, _station_key(data_dir), username, password, hmac_only
+    )
+    shown = {"username": username, "password": secret}
+    emit(
+        as_json,
+        shown,
+        lambda: click.echo(
+            f"API user {username} added"
+            + (f"; keep the password now, it is not shown again:\n{secret}" if not password else "")
+        ),
+    )
+
+
+@apiuser.command("list")
+@data_dir_option
+@json_option
+def apiuser_list(data_dir: Path | None, as_json: bool) -> None:
+    """List API users (never their passwords)."""
+    rows = [
+        {
+            "username": r["username"],
+            "hmac_only": bool(r["hmac_only"]),
+            "created": _when(r["created_us"]),
+        }
+        for r in provisioning.list_api_users(open_store(data_dir))
+    ]
+    columns = [("username", "USERNAME"), ("hmac_only", "HMAC ONLY"), ("created", "CREATED")]
+    emit(as_json, rows, lambda: table(rows, columns, "no API users"))
+
+
+@apiuser.command("remove")
+@click.argument("username")
+@data_dir_option
+@json_option
+@provisioning_errors
+def apiuser_remove(username: str, data_dir: Path | None, as_json: bool) -> None:
+    """Remove API user USERNAME."""
+    provisioning.remove_api_user(open_store(data_dir), username)
+    emit(
+        as_json,
+        {"username": username, "removed": True},
+        lambda: click.echo(f"API user {username} removed"),
+    )
+
+
 # alarm types ---------------------------------------------------------------------------------
 
 

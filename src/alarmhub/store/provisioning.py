@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cryptography.fernet import Fernet
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
+from alarmhub import secret_key
 from alarmhub.clock import now_us
 from alarmhub.contactid import EVENTS
 from alarmhub.core import tokens
@@ -369,3 +372,79 @@ def reset_alarm_type(engine: Engine, code: str) -> None:
         if not conn.execute(delete(s.alarm_type).where(s.alarm_type.c.code == code)).rowcount:
             raise ProvisioningError(f"alarm type {code} has no override")
         bump_revision(conn)
+
+
+# query interface users -----------------------------------------------------------------------
+
+API_PASSWORD_BYTES = 24
+API_PASSWORD_MIN = 12
+
+
+def add_api_user(
+    engine: Engine, key: Fernet, username: str, password: str | None, hmac_only: bool
+) -> str:
+    """Create an API user of the query interface; the password (generated when not given) is
+    stored encrypted with the station's key and returned once."""
+    if not tokens.valid_name(username):
+        raise ProvisioningError(
+            f"invalid username {username!r}: use 1-64 letters, digits, '_', '.', '-'"
+        )
+    if password is None:
+        password = secrets.token_urlsafe(API_PASSWORD_BYTES)
+    elif len(password) < API_PASSWORD_MIN or not password.isprintable():
+        raise ProvisioningError(
+            f"the password must be at least {API_PASSWORD_MIN} printable characters"
+        )
+    with write_transaction(engine) as conn:
+        u = s.api_user.c
+        if conn.execute(select(u.username).where(u.username == username)).first():
+            raise ProvisioningError(f"API user {username!r} already exists")
+        conn.execute(
+            insert(s.api_user).values(
+                username=username,
+                password_encrypted=secret_key.encrypt(key, password),
+                hmac_only=hmac_only,
+                created_us=now_us(),
+            )
+        )
+        bump_revision(conn)
+    return password
+
+
+def list_api_users(engine: Engine) -> list[dict[str, Any]]:
+    u = s.api_user.c
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(u.username, u.hmac_only, u.created_us).order_by(u.username)
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def remove_api_user(engine: Engine, username: str) -> None:
+    with write_transaction(engine) as conn:
+        u = s.api_user.c
+        if not conn.execute(delete(s.api_user).where(u.username == username)).rowcount:
+            raise ProvisioningError(f"no API user {username!r}")
+        bump_revision(conn)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiUser:
+    """An API user as the query interface checks it: the password in clear, in memory only."""
+
+    username: str
+    password: str
+    hmac_only: bool
+
+
+def api_users(conn: Connection, key: Fernet) -> dict[str, ApiUser]:
+    """Every API user with its password decrypted, for digest checks."""
+    rows = conn.execute(select(s.api_user)).mappings()
+    return {
+        row["username"]: ApiUser(
+            row["username"],
+            secret_key.decrypt(key, row["password_encrypted"]),
+            bool(row["hmac_only"]),
+        )
+        for row in rows
+    }

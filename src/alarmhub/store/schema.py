@@ -230,3 +230,27 @@ history = Table(
 """Account history: one event per routed signal, system alarm, restoral and operator action."""
 Index("ix_history_account_time", history.c.account_number, history.c.received_us)
 Index("ix_history_incident", history.c.incident_number)
+
+# query interface ----------------------------------------------------------------------------
+
+api_user = Table(
+    "api_user",
+    metadata,
+    Column("username", String(64), primary_key=True),
+    Column("password_encrypted", String(512), nullable=False),
+    Column("hmac_only", Boolean, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+)
+"""Users of the query interface. Passwords are encrypted with the station's secret key: the
+digest schemes need them back, so a one-way hash cannot serve."""
+
+nonce = Table(
+    "nonce",
+    metadata,
+    Column("username", String(64), nullable=False),
+    Column("nonce", String(64), nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    PrimaryKeyConstraint("username", "nonce"),
+)
+"""Nonces seen in the last 15 minutes, per user: a second use is a replay."""
+Index("ix_nonce_created", nonce.c.created_us)

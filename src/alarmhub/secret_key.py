@@ -1,0 +1,58 @@
+"""The station's secret key: it encrypts the API users' passwords at rest.
+
+Kept in the data directory as ``secret.key`` (mode 0600, created on first use) or given by the
+environment (``ALARMHUB_SECRET_KEY``); several nodes on one database share it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+
+FILE_NAME = "secret.key"
+ENVIRONMENT = "ALARMHUB_SECRET_KEY"
+
+
+class SecretKeyError(RuntimeError):
+    """The key is missing, malformed, or not the one the data was encrypted with."""
+
+
+def load(data_dir: Path) -> Fernet:
+    """The station's key: from the environment, else the data directory's file (made if new)."""
+    given = os.environ.get(ENVIRONMENT)
+    if given:
+        return _fernet(given.encode("ascii"), ENVIRONMENT)
+    path = data_dir / FILE_NAME
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(Fernet.generate_key())
+    return _fernet(path.read_bytes().strip(), str(path))
+
+
+def _fernet(key: bytes, where: str) -> Fernet:
+    try:
+        return Fernet(key)
+    except ValueError:
+        raise SecretKeyError(f"{where}: not a valid key (32 url-safe base64 bytes)") from None
+
+
+def encrypt(key: Fernet, secret: str) -> str:
+    return key.encrypt(secret.encode("utf-8")).decode("ascii")
+
+
+def decrypt(key: Fernet, token: str) -> str:
+    try:
+        return key.decrypt(token.encode("ascii")).decode("utf-8")
+    except InvalidToken:
+        raise SecretKeyError(
+            "a stored password cannot be decrypted: the secret key is not the one it was "
+            "encrypted with"
+        ) from None
