@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from alarmhub import secret_key
 from alarmhub.heartbeats import HeartbeatSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -22,6 +23,8 @@ from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
 from alarmhub.store.writer import SignalWriter
+from alarmhub.xm import routes as xm_routes
+from alarmhub.xm.auth import NonceBook, QueryAuth
 
 log = logging.getLogger("alarmhub.app")
 Part = Literal["rx", "rest"]
@@ -36,6 +39,9 @@ class Runtime:
         self.engine = store_engine.open_engine(settings.database)
         self.writer = SignalWriter(self.engine, settings)
         self.grants = GrantCache(self.engine)
+        self.query_auth = QueryAuth(
+            self.engine, secret_key.load(settings.data_dir), NonceBook(self.writer)
+        )
         self.heartbeats = HeartbeatSupervisor(
             self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds
         )
@@ -45,6 +51,7 @@ class Runtime:
         await asyncio.to_thread(store_engine.upgrade, self.engine)
         await self.writer.start()
         await self.grants.start()
+        await self.query_auth.start()
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         if self.engine.dialect.name == "sqlite":
@@ -64,6 +71,7 @@ class Runtime:
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
+        await self.query_auth.stop()
         await self.heartbeats.stop()
         await self.writer.stop()
         self.engine.dispose()
@@ -113,4 +121,6 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
     routes: list[BaseRoute] = common_routes(runtime)
     if "rx" in parts:
         routes += rx_routes.routes(runtime)
+    if "rest" in parts:
+        routes += xm_routes.routes(runtime)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -916,3 +916,53 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
             click.echo("stopped")
     if failed:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("method", type=click.Choice(["XMHIST", "XMAPEND", "XMAINPRO"]))
+@click.argument("fields", nargs=-1, metavar="[FIELD=VALUE]...")
+@click.option("--url", envvar="ALARMHUB_URL", default="http://127.0.0.1:8080", show_default=True)
+@click.option("--appkey", envvar="ALARMHUB_APPKEY", default="alarmhub-cli", show_default=True)
+@click.option("--username", envvar="ALARMHUB_USERNAME", required=True, help="The API user.")
+@click.option(
+    "--password",
+    envvar="ALARMHUB_PASSWORD",
+    required=True,
+    help="The API user's password (env ALARMHUB_PASSWORD keeps it out of shell history).",
+)
+@click.option(
+    "--scheme", type=click.Choice(["sha1", "hmac-sha256"]), default="sha1", show_default=True
+)
+def query(
+    method: str,
+    fields: tuple[str, ...],
+    url: str,
+    appkey: str,
+    username: str,
+    password: str,
+    scheme: str,
+) -> None:
+    """Call the query interface and print its JSON answer (exit 1 on an error answer).
+
+    Example: alarmhub query XMHIST ACCOUNT=700042 HOURS=24 LIMITHIST=10
+    """
+    import httpx
+
+    from alarmhub.client import QueryClient
+
+    form: dict[str, str] = {}
+    for item in fields:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{item!r} is not FIELD=VALUE")
+        form[name] = value
+    try:
+        with QueryClient(
+            url, appkey=appkey, username=username, password=password, scheme=scheme
+        ) as client:
+            answer = client.query(method, **form)
+    except httpx.HTTPError as exc:
+        raise CommandError(f"cannot reach {url}: {exc}") from None
+    click.echo(json.dumps(answer.body, indent=2))
+    if answer.status_code != 200:
+        sys.exit(1)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, fields, replace
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from alarmhub.core.runaway import DEFAULT_LIMIT, DEFAULT_MINUTES
 from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
@@ -34,6 +36,16 @@ class Settings:
     max_body_bytes: int = 16384
     log_level: str = "info"
     log_format: str = "keyvalue"
+    timezone: str = ""
+
+    @property
+    def zone(self) -> tzinfo:
+        """The station's time zone: the ``timezone`` setting, else the machine's local zone."""
+        if self.timezone:
+            return ZoneInfo(self.timezone)
+        local = datetime.now().astimezone().tzinfo
+        assert local is not None
+        return local
 
     @property
     def database(self) -> str:
@@ -79,6 +91,7 @@ _KINDS: dict[str, type] = {
     "max_body_bytes": int,
     "log_level": str,
     "log_format": str,
+    "timezone": str,
 }
 
 
@@ -111,6 +124,13 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
     for name in ("max_batch", "runaway_limit", "runaway_minutes"):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name} must be positive")
+    if settings.timezone:
+        try:
+            ZoneInfo(settings.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise SettingsError(
+                f"timezone {settings.timezone!r} is not an IANA zone name"
+            ) from None
     if settings.test_grace_minutes < 0:
         raise SettingsError("test_grace_minutes must not be negative")
     return settings

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, or_, select
 
 from alarmhub.store import schema as s
 
 PENDING = "pending"
+IN_PROCESS = "in_process"
+OPEN_STATES = (PENDING, IN_PROCESS)
 
 
 def pending_alarms(conn: Connection, limit: int | None = None) -> list[dict[str, Any]]:
@@ -44,11 +46,14 @@ def account_history(
     stop_us: int,
     limit: int | None = None,
     paths: frozenset[str] | None = None,
+    exclude_types: frozenset[str] = frozenset(),
+    settled_only: bool = False,
 ) -> list[dict[str, Any]]:
     """One account's history events received in ``[start_us, stop_us]``, newest first.
 
     Served by the index on (account_number, received_us): the cost grows with the events
-    returned, not with the size of history.
+    returned, not with the size of history. ``paths`` keeps only those PR_CHECKSUM paths;
+    ``settled_only`` drops events whose alarm is still open (pending or in process).
     """
     h = s.history.c
     query = (
@@ -62,6 +67,12 @@ def account_history(
     )
     if paths is not None:
         query = query.where(h.pr_checksum.in_(sorted(paths)))
+    if exclude_types:
+        query = query.where(h.type.not_in(sorted(exclude_types)))
+    if settled_only:
+        a = s.alarm.c
+        still_open = select(a.alarm_id).where(a.state.in_(OPEN_STATES))
+        query = query.where(or_(h.alarm_id.is_(None), h.alarm_id.not_in(still_open)))
     if limit is not None:
         query = query.limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]
@@ -78,3 +89,16 @@ def unrouted_count(conn: Connection) -> int:
     sig = s.signal.c
     query = select(func.count()).select_from(s.signal).where(sig.routed_us.is_(None))
     return int(conn.execute(query).scalar_one())
+
+
+def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
+    """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""
+    a = s.alarm.c
+    acc = s.account.c
+    query = (
+        select(s.alarm, acc.company_name, acc.street, acc.city, acc.state)
+        .select_from(s.alarm.outerjoin(s.account, acc.account_number == a.account_number))
+        .where(a.state == IN_PROCESS)
+        .order_by(a.priority, a.pending_us, a.alarm_id)
+    )
+    return [dict(row) for row in conn.execute(query).mappings()]

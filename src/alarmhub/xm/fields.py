@@ -1,0 +1,50 @@
+"""How the query interface writes values: account padding, dates, times, durations, NTD.
+
+Every field name and format of the XM answers lives here and in ``methods.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+
+from alarmhub.ntd import to_ntd
+
+ACCOUNT_WIDTH = 9
+
+
+def account(number: str) -> str:
+    """ACCOUNT_NUMBER: right-justified, space-padded to 9 characters."""
+    return number.rjust(ACCOUNT_WIDTH)
+
+
+def local(unix_us: int, zone: tzinfo) -> datetime:
+    return datetime.fromtimestamp(unix_us / 1_000_000, UTC).astimezone(zone)
+
+
+def history_date(unix_us: int, zone: tzinfo) -> str:
+    """HISTORY_EVENT_DATE: ``MM/DD/YY HH:MM:SS``."""
+    return local(unix_us, zone).strftime("%m/%d/%y %H:%M:%S")
+
+
+def pend_date(unix_us: int, zone: tzinfo) -> str:
+    """PEND_DATE: ``MM/DD/YYYY``."""
+    return local(unix_us, zone).strftime("%m/%d/%Y")
+
+
+def clock(unix_us: int, zone: tzinfo) -> str:
+    """A time of day: ``HH:MM:SS``."""
+    return local(unix_us, zone).strftime("%H:%M:%S")
+
+
+def duration(microseconds: int) -> str:
+    """``HH:MM:SS``, or ``DD HH:MM:SS`` from one day on."""
+    seconds = max(0, microseconds // 1_000_000)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days:02d} {text}" if days else text
+
+
+def ntd(unix_us: int, zone: tzinfo) -> str:
+    return to_ntd(unix_us, zone)

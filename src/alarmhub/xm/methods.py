@@ -1,0 +1,230 @@
+"""The three methods of the query interface: their form fields, rules and answers.
+
+Each method reads a form (already authenticated) and answers a JSON object; bad fields raise
+:class:`XmError` with the body and HTTP status of decisions section 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta, tzinfo
+from typing import Any
+
+from sqlalchemy import Connection
+
+from alarmhub.core.router import Path
+from alarmhub.store import queries
+from alarmhub.xm import errors, fields
+
+Form = Mapping[str, str]
+ACCOUNT_MAX = 9
+YES_NO = ("Y", "N")
+SOURCE_DATAENTRY = "DATAENTRY"
+UNRESOLVED_TYPES = frozenset({"MESSAG", "SYS"})
+
+
+class XmError(Exception):
+    """A request the query interface refuses, with the body and status to answer."""
+
+    def __init__(self, body: dict[str, Any], status: int = 400) -> None:
+        super().__init__(body.get("message") or body.get("ERROR_CODE"))
+        self.body = body
+        self.status = status
+
+
+def _invalid(name: str) -> XmError:
+    return XmError(errors.field_invalid(name))
+
+
+def _yes_no(form: Form, name: str, default: str) -> bool:
+    value = form.get(name, "") or default
+    if value not in YES_NO:
+        raise _invalid(name)
+    return value == "Y"
+
+
+def _date(value: str) -> datetime | None:
+    if len(value) != 8 or not value.isdigit():
+        return None
+    try:
+        return datetime.strptime(value, "%Y%m%d")
+    except ValueError:
+        return None
+
+
+def _time(form: Form, name: str) -> time | None:
+    value = form.get(name, "")
+    if not value:
+        return None
+    if len(value) != 4 or not value.isdigit() or int(value[:2]) > 23 or int(value[2:]) > 59:
+        raise _invalid(name)
+    return time(int(value[:2]), int(value[2:]))
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryQuery:
+    account: str
+    start_us: int
+    stop_us: int
+    limit: int | None
+    operator_records: bool
+    service_only: bool
+    no_multiples: bool
+    always_array: bool
+
+
+def _us(moment: datetime, zone: tzinfo) -> int:
+    return int(moment.replace(tzinfo=zone).timestamp() * 1_000_000)
+
+
+def parse_history_query(form: Form, zone: tzinfo, now_us: int) -> HistoryQuery:
+    """The XMHIST form as a query; the order of checks: ACCOUNT, the Y/N fields, LIMITHIST, the
+    times, then the window (no usable window is the "malformed" error)."""
+    account = form.get("ACCOUNT", "")
+    if not account or len(account) > ACCOUNT_MAX:
+        raise _invalid("ACCOUNT")
+    service_only = _yes_no(form, "SERVICEONLY", "N")
+    no_multiples = _yes_no(form, "NOMULTIPLES", "N")
+    always_array = _yes_no(form, "ARRAY", "N")
+    limit_text = form.get("LIMITHIST", "")
+    limit = None
+    if limit_text:
+        if not limit_text.isdigit() or int(limit_text) < 1:
+            raise _invalid("LIMITHIST")
+        limit = int(limit_text)
+    start_time = _time(form, "STARTTIME") or time(0, 0)
+    stop_time = _time(form, "STOPTIME")
+    start_text, stop_text = form.get("STARTDATE", ""), form.get("STOPDATE", "")
+    start_day, stop_day = _date(start_text), _date(stop_text)
+    hours = form.get("HOURS", "")
+    if start_day is not None and stop_day is not None:
+        start_us = _us(datetime.combine(start_day, start_time), zone)
+        if stop_time is None:
+            stop_us = _us(datetime.combine(stop_day + timedelta(days=1), time(0, 0)), zone) - 1
+        else:
+            stop_us = _us(datetime.combine(stop_day, stop_time), zone)
+    elif not start_text and not stop_text and hours.isdigit() and int(hours) > 0:
+        start_us, stop_us = now_us - int(hours) * 3_600_000_000, now_us
+    else:
+        raise XmError(dict(errors.MALFORMED))
+    return HistoryQuery(
+        account=account,
+        start_us=start_us,
+        stop_us=stop_us,
+        limit=limit,
+        operator_records=form.get("SEARCHTYPE", "") == "OPR",
+        service_only=service_only,
+        no_multiples=no_multiples,
+        always_array=always_array,
+    )
+
+
+def history_event(row: Mapping[str, Any], zone: tzinfo) -> dict[str, str]:
+    """One history event with the fields of spec 2.3, every value a string."""
+    return {
+        "ACCOUNT_NUMBER": fields.account(row["account_number"]),
+        "HISTORY_EVENT_NTD": fields.ntd(row["received_us"], zone),
+        "HISTORY_EVENT_DATE": fields.history_date(row["received_us"], zone),
+        "INCIDENT_NUMBER": str(row["incident_number"]),
+        "SEIA_CODE": row["code"],
+        "ZONE_CODE_1": row["event_code"],
+        "ZONE_CODE_2": row["zone"],
+        "TYPE": row["type"],
+        "OPR": row["opr"] or "",
+        "ALARM_CATEGORY": row["alarm_category"],
+        "PRIORITY": row["priority"],
+        "HIST_TEXT": row["hist_text"],
+        "ZONE_1": row["area"],
+        "ZONE_2": row["zone"],
+        "AM_NOTIFY": row["am_notify"],
+        "PENDING_TIME": fields.ntd(row["received_us"], zone),
+        "PR_CHECKSUM": row["pr_checksum"],
+        "SECOND_ZONE_IS": row["second_zone_is"],
+        "COLOR": row["color"],
+        "VIDEO": row["video"],
+    }
+
+
+def _paths(query: HistoryQuery) -> frozenset[str]:
+    """The PR_CHECKSUM paths a query shows: operator records only with SEARCHTYPE=OPR, the
+    service system's own events only with SERVICEONLY=Y, none of them with NOMULTIPLES=Y."""
+    paths = frozenset(p.value for p in Path)
+    if not query.operator_records:
+        paths -= {Path.OPERATOR.value}
+    if query.service_only:
+        paths &= {Path.SYSTEM.value}
+    if query.no_multiples:
+        paths -= {Path.SYSTEM.value}
+    return paths
+
+
+def xmhist(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:
+    query = parse_history_query(form, zone, now_us)
+    rows = queries.account_history(
+        conn,
+        query.account,
+        query.start_us,
+        query.stop_us,
+        limit=query.limit,
+        paths=_paths(query),
+        exclude_types=UNRESOLVED_TYPES if query.no_multiples else frozenset(),
+        settled_only=query.no_multiples,
+    )
+    events = [history_event(r, zone) for r in rows]
+    event: Any = events[0] if len(events) == 1 and not query.always_array else events
+    return {"EVENT": event, "TOTAL_RECORDS": str(len(events))}
+
+
+def pending_alarm(row: Mapping[str, Any], zone: tzinfo, ntd_tag: str) -> dict[str, str]:
+    """One pending alarm with the fields of spec 2.4."""
+    return {
+        "PRIORITY": row["priority"],
+        "PASSCODE_VERIFIED": row["passcode_verified"],
+        "PENDING_TIME": fields.ntd(row["pending_us"], zone),
+        "PEND_TIME": fields.clock(row["received_us"], zone),
+        "PEND_DATE": fields.pend_date(row["received_us"], zone),
+        "HISTORY_TIME": fields.clock(row["received_us"], zone),
+        "ACCOUNT_NUMBER": fields.account(row["account_number"]),
+        "INCIDENT_NUMBER": str(row["alarm_id"]),
+        "HIST_TEXT": row["hist_text"],
+        "COMPANY_NAME": row["company_name"] or "",
+        ntd_tag: fields.ntd(row["received_us"], zone),
+        "TYPE": row["type"],
+    }
+
+
+def xmapend(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:
+    fixed = _yes_no(form, "FIXED_HISTORY_TAG", "Y")
+    if form.get("SOURCE", "") != SOURCE_DATAENTRY:
+        raise _invalid("SOURCE")
+    tag = "HISTORY_EVENT_NTD" if fixed else "HISTORY-EVENT-NTD"
+    records = [pending_alarm(row, zone, tag) for row in queries.pending_alarms(conn)]
+    return {"XMAPEND": records, "TOTAL_RECORDS": str(len(records))}
+
+
+def xmainpro(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:
+    """In-process alarms (by PRIORITY then oldest) and one status record per signed-on operator;
+    TOTAL_RECORDS counts the operator status records (decisions section 3)."""
+    alarms = [in_process_alarm(row, now_us) for row in queries.in_process_alarms(conn)]
+    operators: list[dict[str, str]] = []
+    return {"XMAINPRO": alarms + operators, "TOTAL_RECORDS": str(len(operators))}
+
+
+def in_process_alarm(row: Mapping[str, Any], now_us: int) -> dict[str, str]:
+    """One in-process alarm record of spec 2.5."""
+    return {
+        "COLOR": row["color"],
+        "ACCOUNT_NUMBER": fields.account(row["account_number"]),
+        "COMPANY_NAME": row["company_name"] or "",
+        "STREET_NAME2": row["street"] or "",
+        "CITY": row["city"] or "",
+        "STATE": row["state"] or "",
+        "TYPE": row["type"],
+        "OPR": "",
+        "PEND_TIME": fields.duration(now_us - row["pending_us"]),
+    }
+
+
+Method = Callable[[Connection, Form, tzinfo, int], dict[str, Any]]
+METHODS: dict[str, Method] = {"XMHIST": xmhist, "XMAPEND": xmapend, "XMAINPRO": xmainpro}
