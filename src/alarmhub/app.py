@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from alarmhub import secret_key
+from alarmhub import openapi, secret_key
 from alarmhub.heartbeats import HeartbeatSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -101,7 +101,14 @@ def common_routes(runtime: Runtime) -> list[BaseRoute]:
     async def metrics(_: Request) -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    return [Route("/healthz", healthz), Route("/metrics", metrics)]
+    async def openapi_json(_: Request) -> Response:
+        return JSONResponse(openapi.document())
+
+    return [
+        Route("/healthz", healthz),
+        Route("/metrics", metrics),
+        Route("/openapi.json", openapi_json),
+    ]
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
