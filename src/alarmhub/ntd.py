@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 ORDINAL_OFFSET = 2
 SECONDS_PER_DAY = 86400
-DECIMALS = Decimal("0.00001")
+DAY_US = SECONDS_PER_DAY * 1_000_000
 NTD_PATTERN = re.compile(r"\d{1,7}(\.\d{1,5})?")
 
 
 def ntd_of(moment: datetime) -> str:
-    """The NTD of an aware or naive local ``moment`` (naive: already in the station's zone)."""
-    seconds = moment.hour * 3600 + moment.minute * 60 + moment.second
-    seconds_of_day = Decimal(seconds) + Decimal(moment.microsecond) / Decimal(1_000_000)
-    value = Decimal(moment.toordinal() + ORDINAL_OFFSET) + seconds_of_day / SECONDS_PER_DAY
-    return str(value.quantize(DECIMALS, rounding=ROUND_HALF_UP))
+    """The NTD of an aware or naive local ``moment`` (naive: already in the station's zone).
+
+    Integer arithmetic, rounding half up: exact where floating point would round ``.5`` cases
+    either way.
+    """
+    micros = (moment.hour * 3600 + moment.minute * 60 + moment.second) * 1_000_000
+    micros += moment.microsecond
+    fraction = (micros * 100_000 * 2 + DAY_US) // (2 * DAY_US)  # round(micros / DAY_US, 5)
+    days = moment.toordinal() + ORDINAL_OFFSET + fraction // 100_000
+    return f"{days}.{fraction % 100_000:05d}"
 
 
 def to_ntd(unix_us: float, zone: tzinfo) -> str:

@@ -32,7 +32,7 @@ from alarmhub.core.router import (
 )
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import provisioning
+from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import allocate_incidents
 
@@ -112,6 +112,7 @@ class SqlRepository:
         self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
         self._history: list[dict[str, Any]] = []
+        self._queue_changed = False
 
     def preload_accounts(self, numbers: set[str]) -> None:
         """Look up many accounts at once (the accounts a batch of signals may belong to)."""
@@ -179,6 +180,7 @@ class SqlRepository:
             .where(s.alarm.c.alarm_id == alarm_id, s.alarm.c.restore_us.is_(None))
             .values(restore_us=at_us)
         )
+        self._queue_changed = True
 
     def test_report(self, account_number: str, at_us: int) -> int | None:
         t = s.account.c
@@ -197,6 +199,10 @@ class SqlRepository:
         if self._alarms:
             self._conn.execute(insert(s.alarm), list(self._alarms.values()))
             self._alarms.clear()
+            self._queue_changed = True
+        if self._queue_changed:
+            provisioning.bump_revision(self._conn, queries.QUEUE)
+            self._queue_changed = False
         if self._history:
             self._conn.execute(insert(s.history), self._history)
             self._history = []

@@ -12,6 +12,14 @@ from alarmhub.store import schema as s
 PENDING = "pending"
 IN_PROCESS = "in_process"
 OPEN_STATES = (PENDING, IN_PROCESS)
+QUEUE = "queue"
+"""The revision counter bumped by every change of the alarm queues."""
+
+
+def queue_revision(conn: Connection) -> int:
+    """A number that changes whenever the pending or in-process queue changes."""
+    value = conn.execute(select(s.revision.c.value).where(s.revision.c.name == QUEUE)).scalar()
+    return int(value or 0)
 
 
 def pending_alarms(conn: Connection, limit: int | None = None) -> list[dict[str, Any]]:

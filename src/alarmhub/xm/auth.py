@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from cryptography.fernet import Fernet
 from sqlalchemy import Connection, delete, insert, select
@@ -60,36 +61,39 @@ def claim_nonces(conn: Connection, claims: Sequence[tuple[str, str, int]]) -> li
 
 
 class NonceBook:
-    """Claims nonces in batches: every nonce presented in one loop turn, one transaction."""
+    """Claims nonces in group commits: one transaction at a time, holding every nonce that
+    arrived while the previous one ran."""
 
     def __init__(self, writer: SignalWriter) -> None:
         self._writer = writer
         self._waiting: list[tuple[str, str, int, asyncio.Future[bool]]] = []
-        self._scheduled = False
+        self._draining = False
 
     async def claim(self, username: str, nonce: str, at_us: int) -> bool:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting.append((username, nonce, at_us, future))
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().create_task(self._flush())
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
         return await future
 
-    async def _flush(self) -> None:
-        await asyncio.sleep(0)
-        self._scheduled = False
-        batch, self._waiting = self._waiting, []
-        claims = [(u, n, t) for u, n, t, _ in batch]
+    async def _drain(self) -> None:
         try:
-            results = await self._writer.run(lambda conn: claim_nonces(conn, claims))
-        except Exception as exc:
-            for *_, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        for (*_, future), result in zip(batch, results, strict=True):
-            if not future.done():
-                future.set_result(result)
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                claims = [(u, n, t) for u, n, t, _ in batch]
+                try:
+                    results = await self._writer.run(partial(claim_nonces, claims=claims))
+                except Exception as exc:
+                    for *_, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (*_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._draining = False
 
 
 class QueryAuth:
@@ -130,7 +134,21 @@ class QueryAuth:
     async def check(
         self, headers: Mapping[str, str], form: Sequence[tuple[str, str]]
     ) -> ApiUser | Refused:
-        """The API user a request comes from, or why it is refused."""
+        """The API user a request comes from, or why it is refused (nonce claimed)."""
+        verified = await self.verify(headers, form)
+        if isinstance(verified, Refused):
+            return verified
+        return verified if await self.claim(headers) else Refused("replayed nonce")
+
+    async def claim(self, headers: Mapping[str, str]) -> bool:
+        """Record the request's nonce; False when it is a replay. Call after :meth:`verify`."""
+        return await self._nonces.claim(headers["x-svc-username"], headers["x-svc-nonce"], now_us())
+
+    async def verify(
+        self, headers: Mapping[str, str], form: Sequence[tuple[str, str]]
+    ) -> ApiUser | Refused:
+        """Everything but the nonce's freshness: the headers, the date window and the digest.
+        The answer may be prepared meanwhile, but is sent only once :meth:`claim` succeeds."""
         values = [headers.get(name, "") for name in HEADERS]
         appkey, username, date, nonce, presented = values
         missing = [name for name, value in zip(HEADERS, values, strict=True) if not value]
@@ -163,6 +181,4 @@ class QueryAuth:
             expected = digest.hmac_digest(appkey, username, date, nonce, user.password, form)
         if not digest.matches(expected, presented):
             return Refused("wrong digest")
-        if not await self._nonces.claim(username, nonce, now):
-            return Refused("replayed nonce")
         return user

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from alarmhub.core.router import Path
-from alarmhub.store import queries
+from alarmhub.store import provisioning, queries
 from alarmhub.xm import errors, fields
 
 Form = Mapping[str, str]
@@ -194,13 +194,34 @@ def pending_alarm(row: Mapping[str, Any], zone: tzinfo, ntd_tag: str) -> dict[st
     }
 
 
+class _PendingAnswers:
+    """XMAPEND answers, made once per state of the pending queue: every caller polling an
+    unchanged queue gets the same answer without the queue being read and written again."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[int, int, str, str], dict[str, Any]] = {}
+
+    def get(self, conn: Connection, zone: tzinfo, tag: str) -> dict[str, Any]:
+        # the queue's state and the accounts' (COMPANY_NAME) make the answer
+        key = (queries.queue_revision(conn), provisioning.revision(conn), str(zone), tag)
+        answer = self._answers.get(key)
+        if answer is None:
+            records = [pending_alarm(row, zone, tag) for row in queries.pending_alarms(conn)]
+            answer = {"XMAPEND": records, "TOTAL_RECORDS": str(len(records))}
+            fresh = {k: v for k, v in self._answers.items() if k[:2] == key[:2]}
+            self._answers = {**fresh, key: answer}  # only the newest state is kept
+        return answer
+
+
+_pending_answers = _PendingAnswers()
+
+
 def xmapend(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:
     fixed = _yes_no(form, "FIXED_HISTORY_TAG", "Y")
     if form.get("SOURCE", "") != SOURCE_DATAENTRY:
         raise _invalid("SOURCE")
     tag = "HISTORY_EVENT_NTD" if fixed else "HISTORY-EVENT-NTD"
-    records = [pending_alarm(row, zone, tag) for row in queries.pending_alarms(conn)]
-    return {"XMAPEND": records, "TOTAL_RECORDS": str(len(records))}
+    return _pending_answers.get(conn, zone, tag)
 
 
 def xmainpro(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:

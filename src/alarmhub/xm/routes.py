@@ -31,6 +31,13 @@ def answer(body: dict[str, Any], status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type=JSON)
 
 
+def refused(request: Request, why: Refused) -> Response:
+    """The one 401 body for every authentication failure; the reason goes to the log only."""
+    username = request.headers.get("x-svc-username")
+    log.info("query refused", extra={"reason": why.reason, "username": username})
+    return answer(errors.AUTHENTICATION_FAILED, 401)
+
+
 def routes(runtime: Runtime) -> list[Route]:
     auth = runtime.query_auth
     engine = runtime.engine
@@ -43,17 +50,22 @@ def routes(runtime: Runtime) -> list[Route]:
             log.info("query refused", extra={"reason": f"unreadable form: {exc!r}"})
             return answer(errors.field_invalid("*setMethod"), 400)
         fields = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-        checked = await auth.check(request.headers, fields)
-        if isinstance(checked, Refused):
-            log.info(
-                "query refused",
-                extra={"reason": checked.reason, "username": request.headers.get("x-svc-username")},
-            )
-            return answer(errors.AUTHENTICATION_FAILED, 401)
+        verified = await auth.verify(request.headers, fields)
+        if isinstance(verified, Refused):
+            return refused(request, verified)
+        # the nonce is recorded while the answer is prepared; nothing is sent before it is
+        claimed, prepared = await asyncio.gather(
+            auth.claim(request.headers), prepare(request, dict(fields))
+        )
+        if not claimed:
+            return refused(request, Refused("replayed nonce"))
+        log.debug("query answered", extra={"username": verified.username})
+        return prepared
+
+    async def prepare(request: Request, values: dict[str, str]) -> Response:
         for name, expected in QUERY.items():
             if request.query_params.get(name) != expected:
                 return answer(errors.field_invalid(name), 400)
-        values = dict(fields)
         method_name = values.get("*setMethod", "")
         method = METHODS.get(method_name)
         if method is None:
@@ -64,10 +76,8 @@ def routes(runtime: Runtime) -> list[Route]:
                 return method(conn, values, zone, now_us())
 
         try:
-            result = await asyncio.to_thread(run)
+            return answer(await asyncio.to_thread(run))
         except XmError as exc:
             return answer(exc.body, exc.status)
-        log.debug("query answered", extra={"method": method_name, "username": checked.username})
-        return answer(result)
 
     return [Route(PATH, rest, methods=["POST"])]
