@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -190,3 +191,13 @@ def wait_for(
             return value
         assert time.monotonic() < deadline, f"never happened within {seconds} s: {what}"
         time.sleep(every)
+
+
+def db_rows(data_dir: Path, sql: str, *params: object) -> list[sqlite3.Row]:
+    """Rows from the station's SQLite database (``alarmhub.db`` of ``data_dir``), read-only."""
+    conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

@@ -557,7 +557,11 @@ def apiuser() -> None:
 
 @apiuser.command("add")
 @click.argument("username")
-@click.option("--password", help="The password (default: a random one, printed once).")
+@click.option(
+    "--password",
+    envvar="ALARMHUB_APIUSER_PASSWORD",
+    help="The password (default: a random one, printed once; env ALARMHUB_APIUSER_PASSWORD).",
+)
 @click.option("--hmac-only", is_flag=True, help="Accept only hmac-sha256 digests from this user.")
 @data_dir_option
 @json_option

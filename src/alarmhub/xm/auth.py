@@ -19,6 +19,7 @@ from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
+from alarmhub.secret_key import SecretKeyError
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
 from alarmhub.store.provisioning import ApiUser
@@ -127,9 +128,15 @@ class QueryAuth:
     def load(self) -> None:
         with self._engine.connect() as conn:
             current = provisioning.revision(conn)
-            if current != self._revision:
+            if current == self._revision:
+                return
+            try:
                 self._users = provisioning.api_users(conn, self._key)
-                self._revision = current
+            except SecretKeyError as exc:
+                # the query interface refuses everyone; signaling goes on regardless
+                log.error("API users unusable", extra={"error": str(exc)})
+                self._users = {}
+            self._revision = current
 
     async def check(
         self, headers: Mapping[str, str], form: Sequence[tuple[str, str]]

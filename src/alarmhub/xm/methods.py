@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection
@@ -21,6 +21,9 @@ Form = Mapping[str, str]
 ACCOUNT_MAX = 9
 YES_NO = ("Y", "N")
 SOURCE_DATAENTRY = "DATAENTRY"
+COUNT_DIGITS = 18  # a count of more digits is taken as COUNT_MAX
+COUNT_MAX = 10**COUNT_DIGITS  # below 2**63: fits the database's integers
+HOUR_US = 3_600_000_000
 UNRESOLVED_TYPES = frozenset({"MESSAG", "SYS"})
 
 
@@ -44,8 +47,22 @@ def _yes_no(form: Form, name: str, default: str) -> bool:
     return value == "Y"
 
 
+def _digits(value: str) -> bool:
+    """Whether ``value`` is ASCII digits only (``str.isdigit`` also takes superscript and
+    full-width digits, which ``int`` refuses or ``strptime`` misreads)."""
+    return value.isascii() and value.isdigit()
+
+
+def _count(value: str) -> int | None:
+    """A non-negative integer written in ASCII digits, capped at COUNT_MAX (no answer or window
+    comes near it, and the database's integers are 64-bit); None when ``value`` is not one."""
+    if not _digits(value):
+        return None
+    return COUNT_MAX if len(value) > COUNT_DIGITS else int(value)
+
+
 def _date(value: str) -> datetime | None:
-    if len(value) != 8 or not value.isdigit():
+    if len(value) != 8 or not _digits(value):
         return None
     try:
         return datetime.strptime(value, "%Y%m%d")
@@ -57,7 +74,7 @@ def _time(form: Form, name: str) -> time | None:
     value = form.get(name, "")
     if not value:
         return None
-    if len(value) != 4 or not value.isdigit() or int(value[:2]) > 23 or int(value[2:]) > 59:
+    if len(value) != 4 or not _digits(value) or int(value[:2]) > 23 or int(value[2:]) > 59:
         raise _invalid(name)
     return time(int(value[:2]), int(value[2:]))
 
@@ -78,10 +95,18 @@ def _us(moment: datetime, zone: tzinfo) -> int:
     return int(moment.replace(tzinfo=zone).timestamp() * 1_000_000)
 
 
+def _end_of_day(day: datetime, zone: tzinfo) -> int:
+    """The last microsecond of ``day`` in ``zone``: the next midnight less one (for 9999-12-31,
+    which has no next day, its last second)."""
+    if day.date() == date.max:
+        return _us(datetime.combine(day, time(23, 59, 59)), zone)
+    return _us(datetime.combine(day + timedelta(days=1), time(0, 0)), zone) - 1
+
+
 def parse_history_query(form: Form, zone: tzinfo, now_us: int) -> HistoryQuery:
     """The XMHIST form as a query; the order of checks: ACCOUNT, the Y/N fields, LIMITHIST, the
     times, then the window (no usable window is the "malformed" error)."""
-    account = form.get("ACCOUNT", "")
+    account = form.get("ACCOUNT", "").strip()  # an ACCOUNT_NUMBER as answered, padded, matches
     if not account or len(account) > ACCOUNT_MAX:
         raise _invalid("ACCOUNT")
     service_only = _yes_no(form, "SERVICEONLY", "N")
@@ -90,22 +115,22 @@ def parse_history_query(form: Form, zone: tzinfo, now_us: int) -> HistoryQuery:
     limit_text = form.get("LIMITHIST", "")
     limit = None
     if limit_text:
-        if not limit_text.isdigit() or int(limit_text) < 1:
+        limit = _count(limit_text)
+        if limit is None or limit < 1:
             raise _invalid("LIMITHIST")
-        limit = int(limit_text)
     start_time = _time(form, "STARTTIME") or time(0, 0)
     stop_time = _time(form, "STOPTIME")
     start_text, stop_text = form.get("STARTDATE", ""), form.get("STOPDATE", "")
     start_day, stop_day = _date(start_text), _date(stop_text)
-    hours = form.get("HOURS", "")
+    hours = _count(form.get("HOURS", ""))
     if start_day is not None and stop_day is not None:
         start_us = _us(datetime.combine(start_day, start_time), zone)
         if stop_time is None:
-            stop_us = _us(datetime.combine(stop_day + timedelta(days=1), time(0, 0)), zone) - 1
+            stop_us = _end_of_day(stop_day, zone)
         else:
             stop_us = _us(datetime.combine(stop_day, stop_time), zone)
-    elif not start_text and not stop_text and hours.isdigit() and int(hours) > 0:
-        start_us, stop_us = now_us - int(hours) * 3_600_000_000, now_us
+    elif not start_text and not stop_text and hours is not None and hours > 0:
+        start_us, stop_us = max(0, now_us - hours * HOUR_US), now_us
     else:
         raise XmError(dict(errors.MALFORMED))
     return HistoryQuery(
