@@ -30,6 +30,7 @@ log = logging.getLogger("alarmhub.writer")
 READ_SIZE = 1 << 20
 SUPERVISE_SECONDS = 1.0
 ROUTE_ON_EXIT_BATCHES = 20
+ROUTE_MAX_DELAY = 0.02
 
 
 def _read_available(sock: socket.socket, buffer: bytearray, timeout: float | None) -> bool:
@@ -83,6 +84,7 @@ class WriterLoop:
         self._waiting: list[list[Any]] = []
         self._open = True
         self._route_due = True
+        self._last_route = 0.0
         self._routing_failed = False
         self._next_supervision = time.monotonic()
 
@@ -94,8 +96,9 @@ class WriterLoop:
             self._receive()
             if self._waiting:
                 self._commit()
-            if self._route_due:
+            if self._route_due and self._may_route():
                 self._route_due = self._route() == ROUTE_BATCH
+                self._last_route = time.monotonic()
             if time.monotonic() >= self._next_supervision:
                 self._supervise()
         for _ in range(ROUTE_ON_EXIT_BATCHES):
@@ -104,13 +107,21 @@ class WriterLoop:
         self._plain.close()
         self._engine.dispose()
 
-    def _receive(self) -> None:
+    def _may_route(self) -> bool:
+        """Answers come first: route when no signal waits to be committed, or when routing has
+        waited ROUTE_MAX_DELAY (so alarms keep flowing under a steady stream of signals, and
+        each routing transaction takes a larger batch)."""
+        if time.monotonic() - self._last_route >= ROUTE_MAX_DELAY:
+            return True
+        self._receive(0.0)
+        return not self._waiting
+
+    def _receive(self, timeout: float | None = None) -> None:
         if not self._open:
             return
-        if self._waiting or self._route_due:
-            timeout = 0.0
-        else:
-            timeout = max(0.0, self._next_supervision - time.monotonic())
+        if timeout is None:
+            busy = self._waiting or self._route_due
+            timeout = 0.0 if busy else max(0.0, self._next_supervision - time.monotonic())
         self._open = _read_available(self._sock, self._buffer, timeout)
         self._waiting += framing.decode_all(self._buffer)
 
