@@ -305,15 +305,15 @@ class Router:
         repo.add_alarm(alarm, now_us)
         repo.add_history(
             HistoryEvent(
-                account_number=account,
+                account_number=alarm.account_number,
                 incident_number=number,
                 received_us=now_us,
-                type=kind.type,
+                type=alarm.type,
                 alarm_category=OPERATOR_HANDLED,
-                priority=kind.priority,
-                color=kind.color,
+                priority=alarm.priority,
+                color=alarm.color,
                 hist_text=alarm.hist_text,
-                path=Path.SYSTEM,
+                path=alarm.path,
                 alarm_id=number,
                 source=alarm.source,
                 destination=alarm.destination,

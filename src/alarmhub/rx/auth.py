@@ -11,51 +11,31 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.tokens import Grant, token_hash
 from alarmhub.store import provisioning
+from alarmhub.store.following import FollowsProvisioning
 
 log = logging.getLogger("alarmhub.auth")
-POLL_SECONDS = 0.5
 BEARER = "bearer "
 
 
-class GrantCache:
+class GrantCache(FollowsProvisioning):
     """Grants by token hash, and the set of known drivers, kept fresh from the database."""
 
+    name = "grants"
+
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self._grants: dict[str, Grant] = {}
         self.drivers: frozenset[str] = frozenset()
-        self._revision = -1
-        self._task: asyncio.Task[None] | None = None
 
-    def load(self) -> None:
-        with self._engine.connect() as conn:
-            current = provisioning.revision(conn)
-            if current == self._revision:
-                return
-            self._grants = provisioning.active_grants(conn)
-            self.drivers = provisioning.driver_names(conn)
-            self._revision = current
-        log.info("provisioning loaded", extra={"revision": current, "tokens": len(self._grants)})
-
-    async def start(self) -> None:
-        await asyncio.to_thread(self.load)
-        self._task = asyncio.create_task(self._poll(), name="grant-cache")
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-
-    async def _poll(self) -> None:
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            try:
-                await asyncio.to_thread(self.load)
-            except Exception as exc:  # the database may be away; keep the last good state
-                log.warning("provisioning reload failed", extra={"error": repr(exc)})
+    def refresh(self, conn: Connection) -> None:
+        self._grants = provisioning.active_grants(conn)
+        self.drivers = provisioning.driver_names(conn)
+        log.info("provisioning loaded", extra={"tokens": len(self._grants)})
 
     @staticmethod
     def _digest(authorization: str | None) -> str | None:

@@ -22,13 +22,13 @@ from alarmhub.clock import now_us
 from alarmhub.secret_key import SecretKeyError
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
+from alarmhub.store.following import FollowsProvisioning
 from alarmhub.store.provisioning import ApiUser
 from alarmhub.store.writer import SignalWriter
 from alarmhub.xm import digest
 
 log = logging.getLogger("alarmhub.xm.auth")
 NONCE_WINDOW_US = 15 * 60 * 1_000_000
-POLL_SECONDS = 0.5
 HEADERS = ("x-svc-appkey", "x-svc-username", "x-svc-date", "x-svc-nonce", "x-svc-digest")
 
 
@@ -97,46 +97,25 @@ class NonceBook:
             self._draining = False
 
 
-class QueryAuth:
-    """Checks the five headers of a request against the API users."""
+class QueryAuth(FollowsProvisioning):
+    """Checks the five headers of a request against the API users (a removed user is refused
+    within a second)."""
+
+    name = "api-users"
 
     def __init__(self, engine: Engine, key: Fernet, nonces: NonceBook) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self._key = key
         self._nonces = nonces
         self._users: dict[str, ApiUser] = {}
-        self._revision = -1
-        self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        await asyncio.to_thread(self.load)
-        self._task = asyncio.create_task(self._poll(), name="api-users")
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-
-    async def _poll(self) -> None:
-        """Follow CLI changes (a removed user is refused within a second)."""
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            try:
-                await asyncio.to_thread(self.load)
-            except Exception as exc:
-                log.warning("API users reload failed", extra={"error": repr(exc)})
-
-    def load(self) -> None:
-        with self._engine.connect() as conn:
-            current = provisioning.revision(conn)
-            if current == self._revision:
-                return
-            try:
-                self._users = provisioning.api_users(conn, self._key)
-            except SecretKeyError as exc:
-                # the query interface refuses everyone; signaling goes on regardless
-                log.error("API users unusable", extra={"error": str(exc)})
-                self._users = {}
-            self._revision = current
+    def refresh(self, conn: Connection) -> None:
+        try:
+            self._users = provisioning.api_users(conn, self._key)
+        except SecretKeyError as exc:
+            # the query interface refuses everyone; signaling goes on regardless
+            log.error("API users unusable", extra={"error": str(exc)})
+            self._users = {}
 
     async def check(
         self, headers: Mapping[str, str], form: Sequence[tuple[str, str]]
