@@ -288,39 +288,24 @@ class Router:
     ) -> int:
         """Raise one of the system's own alarms: a pending alarm and its history event."""
         number = repo.new_incident_number()
-        alarm = Alarm(
-            alarm_id=number,
+        history = HistoryEvent(
             account_number=account,
+            incident_number=number,
+            received_us=now_us,
             type=kind.type,
+            alarm_category=OPERATOR_HANDLED,
             priority=kind.priority,
             color=kind.color,
             hist_text=_cut(text),
             path=Path.SYSTEM,
-            received_us=now_us,
+            alarm_id=number,
             source=signal.source if signal else "",
             destination=signal.destination if signal else "",
             dnis=signal.dnis if signal else "",
             panel=signal.panel if signal else "",
         )
-        repo.add_alarm(alarm, now_us)
-        repo.add_history(
-            HistoryEvent(
-                account_number=alarm.account_number,
-                incident_number=number,
-                received_us=now_us,
-                type=alarm.type,
-                alarm_category=OPERATOR_HANDLED,
-                priority=alarm.priority,
-                color=alarm.color,
-                hist_text=alarm.hist_text,
-                path=alarm.path,
-                alarm_id=number,
-                source=alarm.source,
-                destination=alarm.destination,
-                dnis=alarm.dnis,
-                panel=alarm.panel,
-            )
-        )
+        repo.add_alarm(Router._alarm_from(history, Path.SYSTEM), now_us)
+        repo.add_history(history)
         return number
 
     @staticmethod
