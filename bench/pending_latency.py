@@ -163,8 +163,7 @@ async def _run_share(share: Share) -> dict[str, Any]:
         period = 1.0 / share.rate
         for index in range(share.first + share.worker, share.first + share.count, share.workers):
             due = share.t0 + (index - share.first) * period
-            delay = due - time.monotonic()
-            if delay > 0:
+            while (delay := due - time.monotonic()) > 0:  # the loop may wake a little early
                 await asyncio.sleep(delay)
             if time.monotonic() >= share.deadline:
                 break
