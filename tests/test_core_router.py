@@ -27,7 +27,6 @@ from alarmhub.core.alarm_types import (
     alarm_type_problem,
 )
 from alarmhub.core.router import (
-    Alarm,
     HistoryEvent,
     Path,
     Repository,
@@ -53,7 +52,7 @@ class FakeRepository:
     masks: dict[str, str] = field(default_factory=lambda: {DNIS: MASK})
     accounts: set[str] = field(default_factory=lambda: {ACCOUNT, "700013"})
     alarm_types: dict[str, AlarmType] = field(default_factory=lambda: dict(DEFAULTS))
-    alarms: dict[int, Alarm] = field(default_factory=dict)
+    alarms: dict[int, HistoryEvent] = field(default_factory=dict)
     pending_us: dict[int, int] = field(default_factory=dict)
     restored_us: dict[int, int] = field(default_factory=dict)
     history: list[HistoryEvent] = field(default_factory=list)
@@ -86,10 +85,10 @@ class FakeRepository:
         self.last_incident += 1
         return self.last_incident
 
-    def add_alarm(self, alarm: Alarm, pending_us: int) -> None:
-        assert alarm.alarm_id not in self.alarms, "an alarm id given out twice"
-        self.alarms[alarm.alarm_id] = alarm
-        self.pending_us[alarm.alarm_id] = pending_us
+    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
+        assert alarm.incident_number not in self.alarms, "an alarm id given out twice"
+        self.alarms[alarm.incident_number] = alarm
+        self.pending_us[alarm.incident_number] = pending_us
 
     def add_history(self, event: HistoryEvent) -> None:
         self.history.append(event)
@@ -174,7 +173,7 @@ def test_burglary_of_a_known_account_raises_a_pending_alarm(
         PANEL,
     )
     assert alarm.received_us == T0
-    assert repo.pending_us[alarm.alarm_id] == T0 + 5
+    assert repo.pending_us[alarm.incident_number] == T0 + 5
 
     assert len(repo.history) == 1
     event = repo.history[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 import socket
@@ -14,10 +13,10 @@ from dataclasses import dataclass
 import uvicorn
 
 from alarmhub.app import Part, Runtime, build_app
+from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import Settings
 
 log = logging.getLogger("alarmhub.server")
-GC_GEN0_THRESHOLD = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +39,6 @@ def parse_address(value: str) -> tuple[str, int]:
         raise ValueError(f"{value!r} is not HOST:PORT")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
-
-
-def _quiet_garbage_collector() -> None:
-    """Keep full collections off the signal path.
-
-    Everything built at start-up (modules, tables, the app) lives as long as the process; frozen,
-    it is no longer walked by every full collection, which would otherwise stall all requests for
-    tens of milliseconds several times a second under load.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_GEN0_THRESHOLD, 20, 100)
 
 
 class _Server(uvicorn.Server):
@@ -107,7 +94,7 @@ async def run(
         asyncio.create_task(server.serve(sockets=[sock]))
         for server, sock in zip(servers, sockets, strict=True)
     ]
-    _quiet_garbage_collector()
+    quiet_garbage_collector()
     try:
         while not all(server.started for server in servers):
             if any(task.done() for task in tasks):

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.signal import Signal, SignalFields
@@ -59,20 +60,25 @@ def from_wire(row: Sequence[Any]) -> Signal:
     )
 
 
-class SignalInsert:
-    """The signal INSERT, compiled once for the engine's dialect and widened to one multi-row
-    ``VALUES`` statement per batch size: a batch costs one statement, not one per row."""
+class RowInsert:
+    """An INSERT into ``table`` compiled once for the engine's dialect and widened to one
+    multi-row ``VALUES`` statement per batch size: many rows cost one statement, with no
+    per-row work in SQLAlchemy. Rows are tuples in the order of ``columns``, which must be the
+    table's own order (checked)."""
 
-    CHUNK = 500
+    MAX_PARAMETERS = 30_000  # under SQLite's 32,766 and PostgreSQL's 65,535 bind parameters
 
-    def __init__(self, engine: Engine) -> None:
-        compiled = insert(s.signal).compile(dialect=engine.dialect, column_keys=SIGNAL_COLUMNS)
-        if tuple(compiled.positiontup or ()) != SIGNAL_COLUMNS:
-            raise RuntimeError(f"{engine.dialect.name}: positional parameters expected")
+    def __init__(self, engine: Engine, table: Table, columns: Sequence[str]) -> None:
+        compiled = insert(table).compile(dialect=engine.dialect, column_keys=list(columns))
+        if tuple(compiled.positiontup or ()) != tuple(columns):
+            raise RuntimeError(
+                f"{table.name}: columns in table order and positional parameters expected"
+            )
         head, sep, group = str(compiled).partition(" VALUES ")
         self._head = head + sep
         self._group = group.strip()
         self._statements: dict[int, str] = {}
+        self.chunk = min(500, self.MAX_PARAMETERS // len(columns))
 
     def statement(self, rows: int) -> str:
         sql = self._statements.get(rows)
@@ -80,27 +86,49 @@ class SignalInsert:
             sql = self._statements[rows] = self._head + ", ".join([self._group] * rows)
         return sql
 
-    def execute(self, conn: Connection, first_number: int, batch: Sequence[Signal]) -> None:
-        """Insert ``batch`` with incident numbers from ``first_number`` on."""
-        for sql, values in self.chunks(first_number, batch):
+    def statements(self, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """The statements and their flat parameters that insert ``rows``."""
+        for start in range(0, len(rows), self.chunk):
+            chunk = rows[start : start + self.chunk]
+            yield self.statement(len(chunk)), tuple(chain.from_iterable(chunk))
+
+    def execute(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+        for sql, values in self.statements(rows):
             conn.exec_driver_sql(sql, values)
+
+
+class SignalInsert(RowInsert):
+    """The signal INSERT: each batch numbered from a first incident number."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine, s.signal, SIGNAL_COLUMNS)
+
+    def rows(self, first_number: int, batch: Sequence[Signal]) -> list[tuple[Any, ...]]:
+        return [
+            (
+                number,
+                sig.source,
+                sig.destination,
+                sig.fields.dnis,
+                sig.fields.panel,
+                sig.fields.code,
+                sig.fields.area,
+                sig.fields.zone,
+                sig.token_name,
+                sig.received_us,
+            )
+            for number, sig in enumerate(batch, first_number)
+        ]
+
+    def store(self, conn: Connection, first_number: int, batch: Sequence[Signal]) -> None:
+        """Insert ``batch`` with incident numbers from ``first_number`` on."""
+        self.execute(conn, self.rows(first_number, batch))
 
     def chunks(
         self, first_number: int, batch: Sequence[Signal]
     ) -> Iterator[tuple[str, tuple[Any, ...]]]:
         """The statements and parameters that insert ``batch`` from ``first_number`` on."""
-        number = first_number
-        for start in range(0, len(batch), self.CHUNK):
-            chunk = batch[start : start + self.CHUNK]
-            values: list[Any] = []
-            for sig in chunk:
-                f = sig.fields
-                values += (
-                    number, sig.source, sig.destination, f.dnis, f.panel, f.code, f.area, f.zone,
-                    sig.token_name, sig.received_us,
-                )  # fmt: skip
-                number += 1
-            yield self.statement(len(chunk)), tuple(values)
+        return self.statements(self.rows(first_number, batch))
 
 
 INCIDENT = "incident"
@@ -202,7 +230,7 @@ def commit_signals(
         fresh_position = {i: offset for offset, i in enumerate(fresh)}
         for i, offset in fresh_position.items():
             outcome[i] = Stored(first + offset)
-        statement.execute(conn, first, [batch[i] for i in fresh])
+        statement.store(conn, first, [batch[i] for i in fresh])
         keyed = [
             {
                 "token_name": key[0],

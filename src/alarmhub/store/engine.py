@@ -17,14 +17,20 @@ class StoreUnavailable(RuntimeError):
     """The database could not be reached or written."""
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for ``url`` with the dialect's settings applied."""
+def open_engine(url: str, synchronous: bool = True) -> Engine:
+    """An engine for ``url`` with the dialect's settings applied.
+
+    ``synchronous=False`` is for work that can be derived again from what is durable (routing
+    and supervision): its commits do not wait for the disk. A power loss may take the last of
+    them back, whole, never in part; the next synchronous commit (every signal's) makes them
+    durable too, as the log is written in order. The process dying loses none of them."""
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
         engine = create_engine(url, pool_size=8, max_overflow=8)
-        sqlite.configure(engine)
+        sqlite.configure(engine, synchronous)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    options = {} if synchronous else {"options": "-c synchronous_commit=off"}
+    return create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
 def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:

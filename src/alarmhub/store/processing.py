@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
@@ -24,7 +25,6 @@ from alarmhub.core.alarm_types import (
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import (
     SIGNAL_PATHS,
-    Alarm,
     HistoryEvent,
     Router,
     StoredSignal,
@@ -34,7 +34,7 @@ from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
-from alarmhub.store.commit import allocate_incidents
+from alarmhub.store.commit import RowInsert, allocate_incidents
 
 log = logging.getLogger("alarmhub.router")
 ROUTE_BATCH = 500
@@ -62,37 +62,36 @@ class Station:
         self.revision = current
 
 
-def _history_row(event: HistoryEvent) -> dict[str, Any]:
-    return {
-        "account_number": event.account_number,
-        "incident_number": event.incident_number,
-        "received_us": event.received_us,
-        "code": event.code,
-        "event_code": event.event_code,
-        "area": event.area,
-        "zone": event.zone,
-        "type": event.type,
-        "opr": event.opr,
-        "alarm_category": event.alarm_category,
-        "priority": event.priority,
-        "hist_text": event.hist_text,
-        "am_notify": "N",
-        "pr_checksum": event.path.value,
-        "second_zone_is": event.second_zone_is,
-        "color": event.color,
-        "video": "N",
-        "alarm_id": event.alarm_id,
-        "source": event.source,
-        "destination": event.destination,
-        "dnis": event.dnis,
-        "panel": event.panel,
-    }
+HISTORY_COLUMNS = (
+    "account_number", "incident_number", "received_us", "code", "event_code", "area", "zone",
+    "type", "opr", "alarm_category", "priority", "hist_text", "am_notify", "pr_checksum",
+    "second_zone_is", "color", "video", "alarm_id", "source", "destination", "dnis", "panel",
+)  # fmt: skip
 
 
-def _alarm_row(alarm: Alarm, pending_us: int) -> dict[str, Any]:
+def _history_row(event: HistoryEvent) -> tuple[Any, ...]:
+    """A history row, its values in the order of HISTORY_COLUMNS."""
+    return (
+        event.account_number, event.incident_number, event.received_us, event.code,
+        event.event_code, event.area, event.zone, event.type, event.opr, event.alarm_category,
+        event.priority, event.hist_text, "N", event.path.value, event.second_zone_is,
+        event.color, "N", event.alarm_id, event.source, event.destination, event.dnis,
+        event.panel,
+    )  # fmt: skip
+
+
+ALARM_COLUMNS = (
+    "alarm_id", "state", "account_number", "type", "priority", "color", "hist_text", "path",
+    "code", "event_code", "area", "zone", "source", "destination", "dnis", "panel",
+    "received_us", "pending_us", "restore_us", "passcode_verified",
+)  # fmt: skip
+_alarm_values = itemgetter(*ALARM_COLUMNS)
+
+
+def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
     # spelled out: dataclasses.asdict deep-copies every value and cost half of routing's time
     return {
-        "alarm_id": alarm.alarm_id,
+        "alarm_id": alarm.incident_number,
         "account_number": alarm.account_number,
         "type": alarm.type,
         "priority": alarm.priority,
@@ -115,17 +114,26 @@ def _alarm_row(alarm: Alarm, pending_us: int) -> dict[str, Any]:
     }
 
 
+class Inserts:
+    """The bulk INSERTs of routing, compiled once per engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.alarm = RowInsert(engine, s.alarm, ALARM_COLUMNS)
+        self.history = RowInsert(engine, s.history, HISTORY_COLUMNS)
+
+
 class SqlRepository:
     """The router's repository inside one transaction. Writes are buffered and inserted in bulk
     at :meth:`flush`; lookups see what this transaction has buffered so far."""
 
-    def __init__(self, conn: Connection, station: Station) -> None:
+    def __init__(self, conn: Connection, station: Station, inserts: Inserts) -> None:
         self._conn = conn
         self._station = station
+        self._inserts = inserts
         self._known_accounts: set[str] = set()
         self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
-        self._history: list[dict[str, Any]] = []
+        self._history: list[tuple[Any, ...]] = []
         self._queue_changed = False
 
     def preload_accounts(self, numbers: set[str]) -> None:
@@ -178,8 +186,8 @@ class SqlRepository:
     def new_incident_number(self) -> int:
         return allocate_incidents(self._conn, 1)
 
-    def add_alarm(self, alarm: Alarm, pending_us: int) -> None:
-        self._alarms[alarm.alarm_id] = _alarm_row(alarm, pending_us)
+    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
+        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
 
     def add_history(self, event: HistoryEvent) -> None:
         self._history.append(_history_row(event))
@@ -211,15 +219,45 @@ class SqlRepository:
 
     def flush(self) -> None:
         if self._alarms:
-            self._conn.execute(insert(s.alarm), list(self._alarms.values()))
+            self._inserts.alarm.execute(
+                self._conn, [_alarm_values(r) for r in self._alarms.values()]
+            )
             self._alarms.clear()
             self._queue_changed = True
         if self._queue_changed:
             provisioning.bump_revision(self._conn, queries.QUEUE)
             self._queue_changed = False
         if self._history:
-            self._conn.execute(insert(s.history), self._history)
+            self._inserts.history.execute(self._conn, self._history)
             self._history = []
+
+
+_sig = s.signal.c
+_UNROUTED = (
+    select(
+        _sig.incident_number,
+        _sig.source,
+        _sig.destination,
+        _sig.dnis,
+        _sig.panel,
+        _sig.code,
+        _sig.area,
+        _sig.zone,
+        _sig.received_us,
+    )
+    .where(_sig.routed_us.is_(None))
+    .order_by(_sig.incident_number)
+    .limit(bindparam("limit"))
+)
+_MARK_ROUTED = (
+    update(s.signal)
+    .where(
+        _sig.incident_number >= bindparam("first"),
+        _sig.incident_number <= bindparam("last"),
+        _sig.routed_us.is_(None),
+    )
+    .values(routed_us=bindparam("routed_us"))
+)
 
 
 class Processor:
@@ -231,6 +269,7 @@ class Processor:
         self._engine = engine
         self.router = Router(RunawayMonitor(runaway_limit, runaway_minutes))
         self.station = Station()
+        self._inserts = Inserts(engine)
         self._test_grace_s = test_grace_s
         self._last_sweep_us = 0
 
@@ -259,42 +298,23 @@ class Processor:
 
         The runaway windows count the signals routed here even when the caller's transaction
         does not commit; the caller then calls :meth:`recover` before routing again."""
-        sig = s.signal.c
-        rows = conn.execute(
-            select(
-                sig.incident_number,
-                sig.source,
-                sig.destination,
-                sig.dnis,
-                sig.panel,
-                sig.code,
-                sig.area,
-                sig.zone,
-                sig.received_us,
-            )
-            .where(sig.routed_us.is_(None))
-            .order_by(sig.incident_number)
-            .limit(limit)
-        ).all()
+        rows = conn.execute(_UNROUTED, {"limit": limit}).all()
         if not rows:
             return 0
         self.station.refresh(conn)
-        repo = SqlRepository(conn, self.station)
+        repo = SqlRepository(conn, self.station, self._inserts)
         signals = [StoredSignal(*row) for row in rows]
         self._preload(repo, signals)
         for signal in signals:
             self.router.route(repo, signal, now_us)
         repo.flush()
         conn.execute(
-            update(s.signal)
-            .where(
-                and_(
-                    sig.incident_number >= signals[0].incident_number,
-                    sig.incident_number <= signals[-1].incident_number,
-                    sig.routed_us.is_(None),
-                )
-            )
-            .values(routed_us=now_us)
+            _MARK_ROUTED,
+            {
+                "first": signals[0].incident_number,
+                "last": signals[-1].incident_number,
+                "routed_us": now_us,
+            },
         )
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch
@@ -316,7 +336,7 @@ class Processor:
     def supervise(self, conn: Connection, now_us: int) -> int:
         """Raise FAIL TO TEST and SOURCE FAILURE alarms and their restorals; how many changed."""
         self.station.refresh(conn)
-        repo = SqlRepository(conn, self.station)
+        repo = SqlRepository(conn, self.station, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         repo.flush()
         return changed

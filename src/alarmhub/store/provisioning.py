@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
@@ -29,17 +29,22 @@ class ProvisioningError(ValueError):
     """A provisioning request that cannot be carried out; the text is for the user."""
 
 
+_BUMP = (
+    update(s.revision)
+    .where(s.revision.c.name == bindparam("revision_name"))
+    .values(value=s.revision.c.value + 1)
+)
+_REVISION = select(s.revision.c.value).where(s.revision.c.name == bindparam("revision_name"))
+
+
 def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
     """Tell running servers that provisioning data changed (they reload their caches)."""
-    changed = conn.execute(
-        update(s.revision).where(s.revision.c.name == name).values(value=s.revision.c.value + 1)
-    ).rowcount
-    if not changed:
+    if not conn.execute(_BUMP, {"revision_name": name}).rowcount:
         conn.execute(insert(s.revision).values(name=name, value=1))
 
 
 def revision(conn: Connection, name: str = PROVISIONING) -> int:
-    value = conn.execute(select(s.revision.c.value).where(s.revision.c.name == name)).scalar()
+    value = conn.execute(_REVISION, {"revision_name": name}).scalar()
     return int(value or 0)
 
 

@@ -21,21 +21,24 @@ def prepare_url(url: str) -> None:
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def configure(engine: Engine) -> None:
+def configure(engine: Engine, synchronous: bool = True) -> None:
     """Durable, concurrent settings on every new connection.
 
     WAL lets readers (the CLI, queries) run beside the writer; ``synchronous=FULL`` fsyncs the WAL
     at every commit, so a committed signal survives power loss. Transactions start with
     ``BEGIN IMMEDIATE`` when they will write (execution option ``alarmhub_write``), so two
     writers queue on the busy timeout instead of failing to upgrade a read lock; reads take none.
+    ``synchronous=False`` gives ``synchronous=NORMAL``: in WAL mode a commit is then written but
+    not fsynced, and becomes durable with the next fsynced commit of any connection.
     """
+    level = "FULL" if synchronous else "NORMAL"
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={level}")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA wal_autocheckpoint=0")
