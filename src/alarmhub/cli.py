@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,10 +22,12 @@ from sqlalchemy.engine import Engine
 from alarmhub import __version__, demo, logs
 from alarmhub import settings as settings_module
 from alarmhub.client import HEARTBEAT_SECONDS, SignalClient
+from alarmhub.clock import now_us
 from alarmhub.core.account import Account, account_problem
+from alarmhub.core.operations import Receiving, Refusal, Role, duration, handling_times
 from alarmhub.core.tokens import split_pair
 from alarmhub.store import engine as store_engine
-from alarmhub.store import provisioning, queries
+from alarmhub.store import operations, provisioning, queries
 from alarmhub.store import schema as s
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,7 +81,7 @@ def provisioning_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except provisioning.ProvisioningError as exc:
+        except (provisioning.ProvisioningError, Refusal) as exc:
             raise CommandError(str(exc)) from None
 
     return wrapper  # type: ignore[return-value]
@@ -617,6 +620,170 @@ def apiuser_remove(username: str, data_dir: Path | None, as_json: bool) -> None:
     )
 
 
+# operators ----------------------------------------------------------------------------------
+
+
+@main.group("operator")
+def operator_group() -> None:
+    """Operators of the console: OPR codes, roles, passwords."""
+
+
+@operator_group.command("add")
+@click.argument("code")
+@click.option("--name", required=True, help="The operator's name.")
+@click.option(
+    "--role",
+    type=click.Choice([r.value for r in Role]),
+    default=Role.OPERATOR.value,
+    show_default=True,
+    help="supervisor: may also take alarms from others; admin: may also manage the station.",
+)
+@click.option(
+    "--password",
+    envvar="ALARMHUB_OPERATOR_PASSWORD",
+    help="Console password, at least 8 characters (default: a random one, printed once; "
+    "env ALARMHUB_OPERATOR_PASSWORD).",
+)
+@data_dir_option
+@json_option
+@provisioning_errors
+def operator_add(
+    code: str, name: str, role: str, password: str | None, data_dir: Path | None, as_json: bool
+) -> None:
+    """Add operator CODE (the OPR value, 1-3 letters or digits); the password is stored as an
+    argon2 hash."""
+    secret = password or secrets.token_urlsafe(12)
+    added = operations.add_operator(open_store(data_dir), code, name, role, secret)
+    emit(
+        as_json,
+        {**added, "password": secret},
+        lambda: click.echo(
+            f"operator {code} ({role}) added"
+            + (f"; keep the password now, it is not shown again:\n{secret}" if not password else "")
+        ),
+    )
+
+
+@operator_group.command("list")
+@data_dir_option
+@json_option
+def operator_list(data_dir: Path | None, as_json: bool) -> None:
+    """List operators with their status (never their passwords)."""
+    with open_store(data_dir).connect() as conn:
+        rows = operations.list_operators(conn)
+    for row in rows:
+        row["disabled"] = bool(row["disabled"])
+        row["receiving"] = bool(row["receiving"])
+        row["has_password"] = bool(row["has_password"])
+        row["status"] = (
+            "disabled"
+            if row["disabled"]
+            else "signed off"
+            if row["signed_on_us"] is None
+            else (Receiving.RECEIVING if row["receiving"] else Receiving.NOT_RECEIVING).value
+        )
+        row["created"] = _when(row["created_us"])
+    columns = [("code", "OPR"), ("name", "NAME"), ("role", "ROLE"), ("status", "STATUS"),
+               ("in_process", "IN PROCESS"), ("created", "CREATED")]  # fmt: skip
+    emit(as_json, rows, lambda: table(rows, columns, "no operators"))
+
+
+def _operator_switch(code: str, disabled: bool, data_dir: Path | None, as_json: bool) -> None:
+    operations.set_disabled(open_store(data_dir), code, disabled, now_us())
+    word = "disabled" if disabled else "enabled"
+    emit(
+        as_json, {"code": code, "disabled": disabled}, lambda: click.echo(f"operator {code} {word}")
+    )
+
+
+@operator_group.command("disable")
+@click.argument("code")
+@data_dir_option
+@json_option
+@provisioning_errors
+def operator_disable(code: str, data_dir: Path | None, as_json: bool) -> None:
+    """Disable operator CODE: signed off at once, sessions ended, alarms back to pending."""
+    _operator_switch(code, True, data_dir, as_json)
+
+
+@operator_group.command("enable")
+@click.argument("code")
+@data_dir_option
+@json_option
+@provisioning_errors
+def operator_enable(code: str, data_dir: Path | None, as_json: bool) -> None:
+    """Enable operator CODE again."""
+    _operator_switch(code, False, data_dir, as_json)
+
+
+@operator_group.command("password")
+@click.argument("code")
+@click.option("--password", envvar="ALARMHUB_OPERATOR_PASSWORD", prompt=True,
+              hide_input=True, confirmation_prompt=True, help="The new password.")  # fmt: skip
+@data_dir_option
+@json_option
+@provisioning_errors
+def operator_password(code: str, password: str, data_dir: Path | None, as_json: bool) -> None:
+    """Set operator CODE's console password (and lift a lock-out)."""
+    operations.set_password(open_store(data_dir), code, password)
+    emit(as_json, {"code": code, "password_set": True},
+         lambda: click.echo(f"password of operator {code} set"))  # fmt: skip
+
+
+# resolution codes ---------------------------------------------------------------------------
+
+
+@main.group()
+def resolution() -> None:
+    """Resolution codes operators close alarms with (shipped defaults plus the station's)."""
+
+
+@resolution.command("list")
+@data_dir_option
+@json_option
+def resolution_list(data_dir: Path | None, as_json: bool) -> None:
+    """List the station's resolution codes."""
+    with open_store(data_dir).connect() as conn:
+        codes = operations.resolution_codes(conn)
+    rows = [{"code": code, "text": text} for code, text in codes.items()]
+    emit(as_json, rows, lambda: table(rows, [("code", "CODE"), ("text", "TEXT")], "none"))
+
+
+@resolution.command("set")
+@click.argument("code")
+@click.argument("text")
+@data_dir_option
+@json_option
+@provisioning_errors
+def resolution_set(code: str, text: str, data_dir: Path | None, as_json: bool) -> None:
+    """Add resolution CODE, or change its TEXT."""
+    operations.set_resolution(open_store(data_dir), code, text, now_us())
+    emit(as_json, {"code": code, "text": text}, lambda: click.echo(f"resolution {code} set"))
+
+
+@resolution.command("remove")
+@click.argument("code")
+@data_dir_option
+@json_option
+@provisioning_errors
+def resolution_remove(code: str, data_dir: Path | None, as_json: bool) -> None:
+    """Remove resolution CODE from the list operators choose from."""
+    operations.set_resolution(open_store(data_dir), code, None, now_us())
+    emit(as_json, {"code": code, "removed": True}, lambda: click.echo(f"resolution {code} removed"))
+
+
+@resolution.command("reset")
+@click.argument("code")
+@data_dir_option
+@json_option
+@provisioning_errors
+def resolution_reset(code: str, data_dir: Path | None, as_json: bool) -> None:
+    """Undo the station's change to CODE: the shipped text again (or gone, if the station
+    added it)."""
+    operations.reset_resolution(open_store(data_dir), code)
+    emit(as_json, {"code": code, "reset": True}, lambda: click.echo(f"resolution {code} reset"))
+
+
 # alarm types ---------------------------------------------------------------------------------
 
 
@@ -708,10 +875,7 @@ def alarmtype_reset(code: str, data_dir: Path | None, as_json: bool) -> None:
 
 
 def _age(us: int) -> str:
-    seconds = max(0, int(time.time() - us / 1_000_000))
-    days, rest = divmod(seconds, 86400)
-    clock = time.strftime("%H:%M:%S", time.gmtime(rest))
-    return f"{days:02d} {clock}" if days else clock
+    return duration(now_us() - us)
 
 
 @main.command()
@@ -729,6 +893,30 @@ def pending(limit: int | None, data_dir: Path | None, as_json: bool) -> None:
                ("account_number", "ACCOUNT"), ("company_name", "NAME"), ("hist_text", "HIST_TEXT"),
                ("age", "PENDING"), ("restored", "RESTORED")]  # fmt: skip
     emit(as_json, rows, lambda: table(rows, columns, "no pending alarms"))
+
+
+@main.command("in-process")
+@data_dir_option
+@json_option
+def in_process(data_dir: Path | None, as_json: bool) -> None:
+    """Show the In Process queue (alarms operators are handling) and operators' status."""
+    now = now_us()
+    with open_store(data_dir).connect() as conn:
+        rows = queries.in_process_alarms(conn)
+        statuses = operations.operator_statuses(conn)
+    for row in rows:
+        row.update(handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now))
+    columns = [("alarm_id", "INCIDENT"), ("priority", "PRI"), ("type", "TYPE"),
+               ("account_number", "ACCOUNT"), ("opr", "OPR"), ("PEND_TIME", "PENDING"),
+               ("OPR_HANDLING", "HANDLING"), ("hist_text", "HIST_TEXT")]  # fmt: skip
+
+    def human() -> None:
+        table(rows, columns, "no alarms in process")
+        click.echo()
+        table(statuses, [("code", "OPR"), ("name", "NAME"), ("status", "STATUS")],
+              "no operator signed on")  # fmt: skip
+
+    emit(as_json, {"in_process": rows, "operators": statuses}, human)
 
 
 @main.command()

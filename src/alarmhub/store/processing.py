@@ -23,6 +23,7 @@ from alarmhub.core.alarm_types import (
     merged,
 )
 from alarmhub.core.line_mask import apply_mask
+from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import (
     SIGNAL_PATHS,
     HistoryEvent,
@@ -32,15 +33,13 @@ from alarmhub.core.router import (
 )
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import provisioning, queries
+from alarmhub.store import operations, provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import RowInsert, allocate_incidents
 
 log = logging.getLogger("alarmhub.router")
 ROUTE_BATCH = 500
 FORGET_EVERY_US = 10 * 1_000_000
-PENDING = "pending"
-OPEN_STATES = ("pending",)
 _ACCOUNT_CHUNK = 500
 
 
@@ -107,7 +106,7 @@ def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
         "destination": alarm.destination,
         "dnis": alarm.dnis,
         "panel": alarm.panel,
-        "state": PENDING,
+        "state": AlarmState.PENDING.value,
         "pending_us": pending_us,
         "restore_us": None,
         "passcode_verified": "N",
@@ -217,7 +216,9 @@ class SqlRepository:
         )
         return int(ended) if ended is not None else None
 
-    def flush(self) -> None:
+    def flush(self) -> int:
+        """Write what this transaction buffered; how many alarms it raised."""
+        raised = len(self._alarms)
         if self._alarms:
             self._inserts.alarm.execute(
                 self._conn, [_alarm_values(r) for r in self._alarms.values()]
@@ -230,6 +231,7 @@ class SqlRepository:
         if self._history:
             self._inserts.history.execute(self._conn, self._history)
             self._history = []
+        return raised
 
 
 _sig = s.signal.c
@@ -307,7 +309,9 @@ class Processor:
         self._preload(repo, signals)
         for signal in signals:
             self.router.route(repo, signal, now_us)
-        repo.flush()
+        raised = repo.flush()
+        if raised:
+            operations.hand_out(conn, now_us)
         conn.execute(
             _MARK_ROUTED,
             {
@@ -334,11 +338,14 @@ class Processor:
         repo.preload_accounts(numbers)
 
     def supervise(self, conn: Connection, now_us: int) -> int:
-        """Raise FAIL TO TEST and SOURCE FAILURE alarms and their restorals; how many changed."""
+        """Raise FAIL TO TEST and SOURCE FAILURE alarms and their restorals, return held alarms
+        whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         self.station.refresh(conn)
         repo = SqlRepository(conn, self.station, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         repo.flush()
+        changed += operations.end_holds(conn, now_us)
+        changed += len(operations.hand_out(conn, now_us))
         return changed
 
     def _fail_to_test(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:

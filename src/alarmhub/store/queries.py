@@ -7,11 +7,11 @@ from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
+from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.store import schema as s
 
-PENDING = "pending"
-IN_PROCESS = "in_process"
-OPEN_STATES = (PENDING, IN_PROCESS)
+PENDING = AlarmState.PENDING
+IN_PROCESS = AlarmState.IN_PROCESS
 QUEUE = "queue"
 """The revision counter bumped by every change of the alarm queues."""
 
@@ -24,17 +24,8 @@ def queue_revision(conn: Connection) -> int:
 
 def pending_alarms(conn: Connection, limit: int | None = None) -> list[dict[str, Any]]:
     """The pending queue: PRIORITY first ('!' before 'A' before 'a'), then the time the alarm
-    entered pending, oldest first; with the account's company name."""
-    a = s.alarm.c
-    query = (
-        select(s.alarm, s.account.c.company_name)
-        .select_from(s.alarm.outerjoin(s.account, s.account.c.account_number == a.account_number))
-        .where(a.state == PENDING)
-        .order_by(a.priority, a.pending_us, a.alarm_id)
-    )
-    if limit is not None:
-        query = query.limit(limit)
-    return [dict(row) for row in conn.execute(query).mappings()]
+    entered pending, oldest first; with the account's company name and address."""
+    return alarms_in(conn, PENDING, limit)
 
 
 def count_pending(conn: Connection) -> int:
@@ -99,14 +90,22 @@ def unrouted_count(conn: Connection) -> int:
     return int(conn.execute(query).scalar_one())
 
 
-def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
-    """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""
+def alarms_in(conn: Connection, state: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """Alarms in one state, PRIORITY first, then oldest; with the account's name and address
+    (the account's state as ``account_state``)."""
     a = s.alarm.c
     acc = s.account.c
     query = (
-        select(s.alarm, acc.company_name, acc.street, acc.city, acc.state)
+        select(s.alarm, acc.company_name, acc.street, acc.city, acc.state.label("account_state"))
         .select_from(s.alarm.outerjoin(s.account, acc.account_number == a.account_number))
-        .where(a.state == IN_PROCESS)
+        .where(a.state == state)
         .order_by(a.priority, a.pending_us, a.alarm_id)
     )
+    if limit is not None:
+        query = query.limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
+    """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""
+    return alarms_in(conn, IN_PROCESS)

@@ -16,6 +16,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    false,
 )
 
 metadata = MetaData(
@@ -190,10 +191,21 @@ alarm = Table(
     Column("pending_us", BigInteger, nullable=False),
     Column("restore_us", BigInteger, nullable=True),
     Column("passcode_verified", String(1), nullable=False, default="N"),
+    Column("opr", String(3), nullable=True),
+    Column("taken_us", BigInteger, nullable=True),
+    Column("first_call_us", BigInteger, nullable=True),
+    Column("hold_until_us", BigInteger, nullable=True),
+    Column("hold_reason", String(200), nullable=True),
+    Column("been_on_hold", Boolean, nullable=False, server_default=false()),
+    Column("resolved_us", BigInteger, nullable=True),
+    Column("resolution", String(8), nullable=True),
 )
-"""Alarms that need an operator: the pending queue (state ``pending``) and, later, in process."""
+"""Alarms that need an operator: the pending queue (state ``pending``), the In Process queue
+(``in_process``, with the operator in ``opr``), held alarms (``on_hold`` until
+``hold_until_us``) and resolved ones (``resolved``, kept for the record)."""
 Index("ix_alarm_queue", alarm.c.state, alarm.c.priority, alarm.c.pending_us, alarm.c.alarm_id)
 Index("ix_alarm_open", alarm.c.account_number, alarm.c.event_code, alarm.c.area, alarm.c.zone)
+Index("ix_alarm_opr", alarm.c.opr, alarm.c.state)
 
 history = Table(
     "history",
@@ -226,10 +238,51 @@ history = Table(
     Column("destination", String(64), nullable=False),
     Column("dnis", String(5), nullable=False),
     Column("panel", String(10), nullable=False),
+    Column("note", String(2000), nullable=True),
 )
 """Account history: one event per routed signal, system alarm, restoral and operator action."""
 Index("ix_history_account_time", history.c.account_number, history.c.received_us)
 Index("ix_history_incident", history.c.incident_number)
+
+# operators ---------------------------------------------------------------------------------
+
+operator = Table(
+    "operator",
+    metadata,
+    Column("code", String(3), primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("role", String(10), nullable=False),
+    Column("password_hash", String(200), nullable=True),
+    Column("disabled", Boolean, nullable=False, default=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("signed_on_us", BigInteger, nullable=True),
+    Column("receiving", Boolean, nullable=False, default=False),
+    Column("status_us", BigInteger, nullable=True),
+    Column("failed_logins", Integer, nullable=False, default=0),
+    Column("locked_until_us", BigInteger, nullable=True),
+)
+"""Operators (OPR codes), their role, password hash (argon2), sign-on and receiving status."""
+
+console_session = Table(
+    "console_session",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("operator", String(3), ForeignKey("operator.code"), nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("expires_us", BigInteger, nullable=False),
+)
+"""Console sign-ins: the SHA-256 of each session cookie, never the cookie itself."""
+Index("ix_console_session_operator", console_session.c.operator)
+
+resolution = Table(
+    "resolution",
+    metadata,
+    Column("code", String(8), primary_key=True),
+    Column("text", String(60), nullable=True),
+    Column("updated_us", BigInteger, nullable=False),
+)
+"""The station's changes to the shipped resolution codes: a text adds or replaces a code, a
+NULL text removes it."""
 
 # query interface ----------------------------------------------------------------------------
 

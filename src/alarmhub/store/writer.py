@@ -26,9 +26,9 @@ from sqlalchemy.engine import Engine
 from alarmhub import metrics
 from alarmhub.core.signal import Signal
 from alarmhub.settings import Settings
-from alarmhub.store import framing
+from alarmhub.store import framing, operations
 from alarmhub.store.commit import Stored, to_wire
-from alarmhub.store.engine import StoreUnavailable, write_transaction
+from alarmhub.store.engine import StoreUnavailable
 
 log = logging.getLogger("alarmhub.writer")
 T = TypeVar("T")
@@ -210,8 +210,7 @@ class SignalWriter:
         return await loop.run_in_executor(self._executor, self._transaction, work)
 
     def _transaction(self, work: Callable[[Connection], T]) -> T:
-        with write_transaction(self._engine) as conn:
-            return work(conn)
+        return operations.run(self._engine, work)
 
     def child_pid(self) -> int | None:
         return self._process.pid if self._process else None

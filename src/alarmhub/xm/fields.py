@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
 
+from alarmhub.core.operations import duration as duration
 from alarmhub.ntd import to_ntd
 
 ACCOUNT_WIDTH = 9
@@ -34,16 +35,6 @@ def pend_date(unix_us: int, zone: tzinfo) -> str:
 def clock(unix_us: int, zone: tzinfo) -> str:
     """A time of day: ``HH:MM:SS``."""
     return local(unix_us, zone).strftime("%H:%M:%S")
-
-
-def duration(microseconds: int) -> str:
-    """``HH:MM:SS``, or ``DD HH:MM:SS`` from one day on."""
-    seconds = max(0, microseconds // 1_000_000)
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days:02d} {text}" if days else text
 
 
 def ntd(unix_us: int, zone: tzinfo) -> str:

@@ -13,8 +13,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from alarmhub.core.operations import handling_times
 from alarmhub.core.router import Path
-from alarmhub.store import provisioning, queries
+from alarmhub.store import operations, provisioning, queries
 from alarmhub.xm import errors, fields
 
 Form = Mapping[str, str]
@@ -253,23 +254,33 @@ def xmainpro(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[st
     """In-process alarms (by PRIORITY then oldest) and one status record per signed-on operator;
     TOTAL_RECORDS counts the operator status records (decisions section 3)."""
     alarms = [in_process_alarm(row, now_us) for row in queries.in_process_alarms(conn)]
-    operators: list[dict[str, str]] = []
+    operators = [operator_record(row) for row in operations.operator_statuses(conn)]
     return {"XMAINPRO": alarms + operators, "TOTAL_RECORDS": str(len(operators))}
 
 
 def in_process_alarm(row: Mapping[str, Any], now_us: int) -> dict[str, str]:
-    """One in-process alarm record of spec 2.5."""
-    return {
+    """One in-process alarm record of spec 2.5; timing fields that do not apply are omitted."""
+    record = {
         "COLOR": row["color"],
         "ACCOUNT_NUMBER": fields.account(row["account_number"]),
         "COMPANY_NAME": row["company_name"] or "",
         "STREET_NAME2": row["street"] or "",
         "CITY": row["city"] or "",
-        "STATE": row["state"] or "",
+        "STATE": row["account_state"] or "",
         "TYPE": row["type"],
-        "OPR": "",
-        "PEND_TIME": fields.duration(now_us - row["pending_us"]),
+        "OPR": row["opr"] or "",
     }
+    times = handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
+    record["PEND_TIME"] = times.pop("PEND_TIME")
+    if row["been_on_hold"]:
+        record["BEEN_ON_HOLD"] = "X"
+    record.update(times)
+    return record
+
+
+def operator_record(row: Mapping[str, Any]) -> dict[str, str]:
+    """An operator status record: COLOR, COMPANY_NAME (the receiving status) and OPR only."""
+    return {"COLOR": row["color"], "COMPANY_NAME": row["status"], "OPR": row["code"]}
 
 
 Method = Callable[[Connection, Form, tzinfo, int], dict[str, Any]]
