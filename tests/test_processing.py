@@ -565,3 +565,15 @@ def test_an_older_test_report_does_not_move_the_clock_back(engine: Engine, t0: i
     assert [e["pr_checksum"] for e in of_incident(engine, older)] == ["HISTORY"]
     assert account_row(engine, ACCOUNT)["last_test_us"] == t0 + 50 * SECOND
     assert newer < older
+
+
+def test_routing_engine_commits_without_fsync_and_signals_with(tmp_path: Path) -> None:
+    """Signals are committed with synchronous=FULL; routing's derived work with NORMAL (in WAL
+    mode: written at commit, made durable by the next fsynced commit)."""
+    url = f"sqlite:///{tmp_path}/b.db"
+    for synchronous, expected in ((True, 2), (False, 1)):
+        engine = open_engine(url, synchronous=synchronous)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == expected
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        engine.dispose()
