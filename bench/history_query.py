@@ -53,7 +53,7 @@ from rich.progress import (
 )
 
 from alarmhub.core.alarm_types import DEFAULTS, AlarmType
-from alarmhub.core.router import Alarm, HistoryEvent, Router, StoredSignal
+from alarmhub.core.router import HistoryEvent, Router, StoredSignal
 from alarmhub.core.runaway import RunawayMonitor
 
 TARGET_P99_MS = 10.0
@@ -110,7 +110,7 @@ class _TemplateRepository:
     def new_incident_number(self) -> int:
         raise AssertionError("no system alarms expected")
 
-    def add_alarm(self, alarm: Alarm, pending_us: int) -> None:
+    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
         pass
 
     def add_history(self, event: HistoryEvent) -> None:

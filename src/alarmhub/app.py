@@ -40,7 +40,9 @@ class Runtime:
         self.writer = SignalWriter(self.engine, settings)
         self.grants = GrantCache(self.engine)
         self.query_auth = QueryAuth(
-            self.engine, secret_key.load(settings.data_dir), NonceBook(self.writer)
+            self.engine,
+            secret_key.load(settings.data_dir),
+            NonceBook(self.writer, shared=self.engine.dialect.name != "sqlite"),
         )
         self.heartbeats = HeartbeatSupervisor(
             self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds

@@ -1,15 +1,15 @@
 """Authentication of the query interface on the server: the five headers, the digest, the date
 window and replayed nonces. Every failure gets the same 401 body; the reason goes to the log.
 
-Nonces are claimed in the database (table ``nonce``) before a request is answered, in one
-transaction for all requests of a loop turn, so a replay is refused after a restart and on any
-node that shares the database.
+Nonces of the last 15 minutes are remembered (:class:`NonceBook`), also across restarts and,
+with a shared database, across nodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -62,15 +62,92 @@ def claim_nonces(conn: Connection, claims: Sequence[tuple[str, str, int]]) -> li
 
 
 class NonceBook:
-    """Claims nonces in group commits: one transaction at a time, holding every nonce that
-    arrived while the previous one ran."""
+    """The nonces of the last 15 minutes, per user: a second use is a replay.
 
-    def __init__(self, writer: SignalWriter) -> None:
+    With a database of its own (SQLite: one node) the book in memory decides at once, and is
+    written to table ``nonce`` in batches every FLUSH_SECONDS (and at stop), so a replay is also
+    refused after a restart. Recording each nonce before answering cost every query a write
+    transaction with an fsync, queued behind the writer process's commits; queries change
+    nothing, so the only loss a crash can bring is that a query made in its last second could
+    be replayed, to read again what it read. With a shared database (PostgreSQL, several nodes)
+    each nonce is claimed in the database before the answer, in one transaction per loop turn,
+    so a replay is refused on every node."""
+
+    FLUSH_SECONDS = 1.0
+
+    def __init__(self, writer: SignalWriter, shared: bool = False) -> None:
         self._writer = writer
+        self._shared = shared
         self._waiting: list[tuple[str, str, int, asyncio.Future[bool]]] = []
         self._draining = False
+        self._seen: dict[tuple[str, str], int] = {}
+        self._order: deque[tuple[int, tuple[str, str]]] = deque()
+        self._unwritten: list[tuple[str, str, int]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self._shared:
+            return
+        since = now_us() - NONCE_WINDOW_US
+        n = s.nonce.c
+        rows = await self._writer.run(
+            lambda conn: conn.execute(
+                select(n.username, n.nonce, n.created_us)
+                .where(n.created_us >= since)
+                .order_by(n.created_us)
+            ).all()
+        )
+        for username, nonce, at_us in rows:
+            self._remember((username, nonce), at_us)
+        self._task = asyncio.create_task(self._flush_loop(), name="nonces")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+            await self.flush()
 
     async def claim(self, username: str, nonce: str, at_us: int) -> bool:
+        if self._shared:
+            return await self._claim_shared(username, nonce, at_us)
+        key = (username, nonce)
+        earlier = self._seen.get(key)
+        if earlier is not None and at_us - earlier < NONCE_WINDOW_US:
+            return False
+        self._remember(key, at_us)
+        self._unwritten.append((username, nonce, at_us))
+        return True
+
+    def _remember(self, key: tuple[str, str], at_us: int) -> None:
+        self._seen[key] = at_us
+        self._order.append((at_us, key))
+
+    def _forget_old(self, now: int) -> None:
+        while self._order and now - self._order[0][0] >= NONCE_WINDOW_US:
+            at_us, key = self._order.popleft()
+            if self._seen.get(key) == at_us:
+                del self._seen[key]
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.FLUSH_SECONDS)
+            try:
+                await self.flush()
+            except Exception as exc:
+                log.warning("nonces not written; will retry", extra={"error": repr(exc)})
+
+    async def flush(self) -> None:
+        """Write the nonces claimed since the last flush; drop those older than the window."""
+        now = now_us()
+        self._forget_old(now)
+        batch, self._unwritten = self._unwritten, []
+        try:
+            await self._writer.run(partial(_record_nonces, claims=batch, now_us=now))
+        except BaseException:
+            self._unwritten[:0] = batch
+            raise
+
+    async def _claim_shared(self, username: str, nonce: str, at_us: int) -> bool:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting.append((username, nonce, at_us, future))
         if not self._draining:
@@ -97,6 +174,13 @@ class NonceBook:
             self._draining = False
 
 
+def _record_nonces(conn: Connection, claims: Sequence[tuple[str, str, int]], now_us: int) -> None:
+    """Write nonces the book in memory accepted; delete those older than the window."""
+    if claims:
+        claim_nonces(conn, claims)
+    conn.execute(delete(s.nonce).where(s.nonce.c.created_us < now_us - NONCE_WINDOW_US))
+
+
 class QueryAuth(FollowsProvisioning):
     """Checks the five headers of a request against the API users (a removed user is refused
     within a second)."""
@@ -108,6 +192,14 @@ class QueryAuth(FollowsProvisioning):
         self._key = key
         self._nonces = nonces
         self._users: dict[str, ApiUser] = {}
+
+    async def start(self) -> None:
+        await super().start()
+        await self._nonces.start()
+
+    async def stop(self) -> None:
+        await self._nonces.stop()
+        await super().stop()
 
     def refresh(self, conn: Connection) -> None:
         try:
