@@ -17,7 +17,7 @@ from alarmhub.core.account import Account
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
-from alarmhub.store.commit import PlainCommit, SignalInsert, commit_signals
+from alarmhub.store.commit import SignalInsert, commit_signals, store_plain
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.processing import Processor
 
@@ -150,11 +150,9 @@ def test_route_limit_takes_the_oldest_first(engine: Engine, t0: int) -> None:
 
 
 def test_plain_commit_signals_are_routed(engine: Engine, t0: int) -> None:
-    plain = PlainCommit(engine, SignalInsert(engine))
-    try:
-        stored = plain([sig("E110", t0, zone="009"), sig("R110", t0 + 1, zone="009")])
-    finally:
-        plain.close()
+    with write_transaction(engine) as conn:
+        batch = [sig("E110", t0, zone="009"), sig("R110", t0 + 1, zone="009")]
+        stored = store_plain(conn, SignalInsert(engine), batch)
     fire, restore = (x.incident_number for x in stored)
     assert route(engine, processor(engine), t0) == 2
     assert [e["pr_checksum"] for e in of_incident(engine, restore)] == ["RESTORE"]

@@ -38,11 +38,6 @@ def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:
     return engine.execution_options(**{sqlite.WRITE_OPTION: True}).begin()
 
 
-def begin_write_sql(engine: Engine) -> str:
-    """The statement that opens a writing transaction on a driver connection."""
-    return sqlite.BEGIN_WRITE if engine.dialect.name == "sqlite" else "BEGIN"
-
-
 def alembic_config(url: str) -> Config:
     config = Config()
     location = resources.files("alarmhub.store").joinpath("migrations")

@@ -17,13 +17,25 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
+
+from sqlalchemy import Connection
 
 from alarmhub import logs
 from alarmhub.clock import now_us
+from alarmhub.core.router import StoredSignal
+from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.store import framing
-from alarmhub.store.commit import PlainCommit, SignalInsert, commit_signals, from_wire
+from alarmhub.store.commit import (
+    SignalInsert,
+    Stored,
+    commit_signals,
+    forget_keys,
+    from_wire,
+    store_plain,
+)
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.store.processing import ROUTE_BATCH, Processor
 
@@ -67,7 +79,8 @@ def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any]:
 
 
 class WriterLoop:
-    """Group commits first, routing and supervision in between."""
+    """Group commits that also route what they store; catching up on unrouted signals and
+    supervision in between."""
 
     def __init__(self, sock: socket.socket, config: dict[str, Any], buffer: bytearray) -> None:
         self._sock = sock
@@ -75,8 +88,11 @@ class WriterLoop:
         self._derived = open_engine(config["url"], synchronous=False)  # routing, supervision
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._engine)
-        self._plain = PlainCommit(self._engine, self._statement)
         self._window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
+        # token names whose keys have a window of their own (the DC-09 retry window), in seconds
+        self._key_windows_us = {
+            name: int(seconds) * 1_000_000 for name, seconds in config["key_windows"].items()
+        }
         self._processor = Processor(
             self._derived,
             runaway_limit=int(config["runaway_limit"]),
@@ -86,6 +102,7 @@ class WriterLoop:
         self._buffer = buffer
         self._waiting: list[list[Any]] = []
         self._open = True
+        self._backlog = True  # committed signals may be unrouted (a crash, a failed routing)
         self._route_due = True
         self._last_route = 0.0
         self._routing_failed = False
@@ -105,10 +122,9 @@ class WriterLoop:
                 self._last_route = time.monotonic()
             if time.monotonic() >= self._next_supervision:
                 self._supervise()
-        for _ in range(ROUTE_ON_EXIT_BATCHES):
+        for _ in range(ROUTE_ON_EXIT_BATCHES if self._backlog else 0):
             if self._route() < ROUTE_BATCH:
                 break
-        self._plain.close()
         self._engine.dispose()
         self._derived.dispose()
 
@@ -149,25 +165,67 @@ class WriterLoop:
         del waiting[:frames]
         started = time.perf_counter()
         reply: dict[str, Any]
+        routing = not self._backlog
         try:
-            if any(sig.idempotency_key is not None for sig in batch):
-                with write_transaction(self._engine) as conn:
-                    stored = commit_signals(conn, self._statement, batch, self._window_us)
-            else:
-                stored = self._plain(batch)
+            with write_transaction(self._engine) as conn:
+                if any(sig.idempotency_key is not None for sig in batch):
+                    stored = commit_signals(
+                        conn, self._statement, batch, self._window_us, self._key_windows_us
+                    )
+                else:
+                    stored = store_plain(conn, self._statement, batch)
+                if routing:
+                    self._route_with_commit(conn, batch, stored)
             reply = {
                 "frames": frames,
                 "stored": [[x.incident_number, x.duplicate] for x in stored],
                 "seconds": time.perf_counter() - started,
             }
-            self._route_due = True
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
             reply = {"frames": frames, "error": repr(exc)}
+            if routing:  # the runaway windows counted signals that were not stored
+                self._routing_failed = self._backlog = self._route_due = True
         try:
             self._sock.sendall(framing.encode(reply))
         except OSError:
             self._open = False  # the parent is gone; what is committed stays committed
+
+    def _route_with_commit(
+        self, conn: Connection, batch: Sequence[Signal], stored: Sequence[Stored]
+    ) -> None:
+        """Route the batch's new signals in the transaction that stores them: one fsync for
+        both, and the alarm is in pending when the 200 goes out. Routing that fails is rolled
+        back to a savepoint, so the signals are stored all the same; they are then routed
+        apart, after any older unrouted ones, with retries."""
+        fresh = sorted(
+            (
+                StoredSignal(
+                    x.incident_number,
+                    sig.source,
+                    sig.destination,
+                    sig.fields.dnis,
+                    sig.fields.panel,
+                    sig.fields.code,
+                    sig.fields.area,
+                    sig.fields.zone,
+                    sig.received_us,
+                )
+                for sig, x in zip(batch, stored, strict=True)
+                if not x.duplicate
+            ),
+            key=lambda signal: signal.incident_number,
+        )
+        if not fresh:
+            return
+        savepoint = conn.begin_nested()
+        try:
+            self._processor.route_signals(conn, fresh, now_us())
+            savepoint.commit()
+        except Exception as exc:
+            savepoint.rollback()
+            self._routing_failed = self._backlog = True
+            log.error("routing failed; will retry", extra={"error": repr(exc)})
 
     def _route(self) -> int:
         try:
@@ -177,6 +235,7 @@ class WriterLoop:
                     self._processor.recover(conn, now)  # forget what the failed attempt counted
                 routed = self._processor.route(conn, now)
             self._routing_failed = False
+            self._backlog = routed == ROUTE_BATCH
             return routed
         except Exception as exc:
             self._routing_failed = True
@@ -192,6 +251,17 @@ class WriterLoop:
                 self._processor.supervise(conn, now_us())
         except Exception as exc:
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
+        self._forget_keys()
+
+    def _forget_keys(self) -> None:
+        """Forget the keys whose own window has passed (DC-09 retries): they cannot match."""
+        try:
+            with write_transaction(self._derived) as conn:
+                now = now_us()
+                for name, window_us in self._key_windows_us.items():
+                    forget_keys(conn, name, now - window_us)
+        except Exception as exc:
+            log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 
 
 def main() -> None:
