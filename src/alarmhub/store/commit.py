@@ -5,7 +5,7 @@ Shared by the writer process (which runs it) and the tests (which call it direct
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -60,40 +60,48 @@ def from_wire(row: Sequence[Any]) -> Signal:
 
 
 class RowInsert:
-    """An INSERT into ``table`` compiled once for the engine's dialect and widened to one
-    multi-row ``VALUES`` statement per batch size: many rows cost one statement, with no
+    """An INSERT of many rows into ``table``, compiled once for the engine's dialect, with no
     per-row work in SQLAlchemy. Rows are tuples in the order of ``columns``, which must be the
-    table's own order (checked)."""
+    table's own order (checked).
+
+    With a driver of positional parameters (SQLite) a batch is one multi-row ``VALUES``
+    statement per 500 rows; with named parameters (psycopg) it is the driver's own batched
+    ``executemany`` (pipelined by psycopg 3)."""
 
     MAX_PARAMETERS = 30_000  # under SQLite's 32,766 and PostgreSQL's 65,535 bind parameters
 
     def __init__(self, engine: Engine, table: Table, columns: Sequence[str]) -> None:
         compiled = insert(table).compile(dialect=engine.dialect, column_keys=list(columns))
-        if tuple(compiled.positiontup or ()) != tuple(columns):
-            raise RuntimeError(
-                f"{table.name}: columns in table order and positional parameters expected"
-            )
-        head, sep, group = str(compiled).partition(" VALUES ")
+        self._columns = tuple(columns)
+        self._positional = bool(compiled.positional)
+        order = tuple(compiled.positiontup or ()) if self._positional else tuple(compiled.binds)
+        if order != self._columns:
+            raise RuntimeError(f"{table.name}: the columns must be given in table order")
+        self._single = str(compiled)
+        head, sep, group = self._single.partition(" VALUES ")
         self._head = head + sep
         self._group = group.strip()
         self._statements: dict[int, str] = {}
         self.chunk = min(500, self.MAX_PARAMETERS // len(columns))
 
-    def statement(self, rows: int) -> str:
+    def _statement(self, rows: int) -> str:
         sql = self._statements.get(rows)
         if sql is None:
             sql = self._statements[rows] = self._head + ", ".join([self._group] * rows)
         return sql
 
-    def statements(self, rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, tuple[Any, ...]]]:
-        """The statements and their flat parameters that insert ``rows``."""
+    def execute(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        if not self._positional:
+            columns = self._columns
+            conn.exec_driver_sql(
+                self._single, [dict(zip(columns, row, strict=True)) for row in rows]
+            )
+            return
         for start in range(0, len(rows), self.chunk):
             chunk = rows[start : start + self.chunk]
-            yield self.statement(len(chunk)), tuple(chain.from_iterable(chunk))
-
-    def execute(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
-        for sql, values in self.statements(rows):
-            conn.exec_driver_sql(sql, values)
+            conn.exec_driver_sql(self._statement(len(chunk)), tuple(chain.from_iterable(chunk)))
 
 
 class SignalInsert(RowInsert):
@@ -122,12 +130,6 @@ class SignalInsert(RowInsert):
     def store(self, conn: Connection, first_number: int, batch: Sequence[Signal]) -> None:
         """Insert ``batch`` with incident numbers from ``first_number`` on."""
         self.execute(conn, self.rows(first_number, batch))
-
-    def chunks(
-        self, first_number: int, batch: Sequence[Signal]
-    ) -> Iterator[tuple[str, tuple[Any, ...]]]:
-        """The statements and parameters that insert ``batch`` from ``first_number`` on."""
-        return self.statements(self.rows(first_number, batch))
 
 
 INCIDENT = "incident"

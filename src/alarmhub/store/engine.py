@@ -30,7 +30,15 @@ def open_engine(url: str, synchronous: bool = True) -> Engine:
         sqlite.configure(engine, synchronous)
         return engine
     options = {} if synchronous else {"options": "-c synchronous_commit=off"}
-    return create_engine(url, pool_pre_ping=True, connect_args=options)
+    return create_engine(driver_url(url), pool_pre_ping=True, connect_args=options)
+
+
+def driver_url(url: str) -> str:
+    """``postgresql://`` means psycopg 3 (SQLAlchemy's own default is the older psycopg2)."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url[len(plain) :]
+    return url
 
 
 def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:
