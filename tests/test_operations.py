@@ -356,8 +356,15 @@ def test_disabled_operator_is_signed_off_and_refused(engine: Engine) -> None:
 # console sign-in ---------------------------------------------------------------------------
 
 
+def sign_in(engine: Engine, code: str, password: str, now: int) -> tuple[ops.Operator, str]:
+    """As the console does it: the password checked on a read connection, then recorded."""
+    with engine.connect() as conn:
+        check = operations.check_password(conn, code, password)
+    return act(engine, lambda c: operations.sign_in(c, check, now))  # type: ignore[no-any-return]
+
+
 def test_sign_in_session_and_lock_out(engine: Engine) -> None:
-    operator, token = act(engine, lambda c: operations.sign_in(c, "001", PASSWORD, T0))
+    operator, token = sign_in(engine, "001", PASSWORD, T0)
     assert operator.code == "001"
     with engine.connect() as conn:
         found = operations.session_operator(conn, token, T0 + SECOND)
@@ -368,13 +375,13 @@ def test_sign_in_session_and_lock_out(engine: Engine) -> None:
         stored = conn.execute(select(s.console_session.c.token_hash)).scalars().all()
     assert token not in stored, "only a hash of the cookie is kept"
     for _ in range(ops.LOCKOUT_FAILURES):
-        bad = refusal(lambda: act(engine, lambda c: operations.sign_in(c, "001", "wrong!!!", T0)))
+        bad = refusal(lambda: sign_in(engine, "001", "wrong!!!", T0))
         assert (bad.code, bad.status) == ("OPS-SIGNIN", 401)
-    locked = refusal(lambda: act(engine, lambda c: operations.sign_in(c, "001", PASSWORD, T0)))
+    locked = refusal(lambda: sign_in(engine, "001", PASSWORD, T0))
     assert (locked.code, locked.status) == ("OPS-LOCKED", 429)
     later = T0 + ops.LOCKOUT_MINUTES * MINUTE
-    act(engine, lambda c: operations.sign_in(c, "001", PASSWORD, later))
-    unknown = refusal(lambda: act(engine, lambda c: operations.sign_in(c, "ZZZ", PASSWORD, T0)))
+    sign_in(engine, "001", PASSWORD, later)
+    unknown = refusal(lambda: sign_in(engine, "ZZZ", PASSWORD, T0))
     assert unknown.message == bad.message, "unknown operator and wrong password look the same"
     act(engine, lambda c: operations.end_session(c, token))
     with engine.connect() as conn:
@@ -484,3 +491,15 @@ def test_held_alarms_are_returned_by_supervision(engine: Engine) -> None:
     with write_transaction(engine) as conn:
         Processor(engine, 1000, 2, 3600).supervise(conn, T0 + SECOND)
     assert alarm(engine, alarm_id)["state"] == AlarmState.PENDING
+
+
+def test_signals_per_minute_counts_only_the_last_hour(engine: Engine) -> None:
+    now = T0 + 3 * 3600 * SECOND
+    raise_alarms(engine, "E130", at_us=now - 2 * 3600 * SECOND)  # too old
+    raise_alarms(engine, "E130", "E131", at_us=now - 59 * MINUTE - SECOND, zone=10)
+    raise_alarms(engine, "E130", at_us=now - 30 * SECOND, zone=20)
+    with engine.connect() as conn:
+        counts = operations.signals_per_minute(conn, now)
+        assert operations.signals_per_minute(conn, now + 3 * 3600 * SECOND) == [0] * 60
+    assert len(counts) == 60
+    assert counts[0] == 2 and counts[59] == 1 and sum(counts) == 3

@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
@@ -201,17 +202,36 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def sign_in(conn: Connection, code: str, password: str, now_us: int) -> tuple[Operator, str]:
-    """Check a password and open a console session: the operator and the session token.
+@dataclass(frozen=True, slots=True)
+class PasswordCheck:
+    """The outcome of checking an operator's password, to be recorded by :func:`sign_in`."""
+
+    code: str
+    matched: bool
+
+
+def check_password(conn: Connection, code: str, password: str) -> PasswordCheck:
+    """Check an operator's password (argon2: about 0.1 s of CPU) on a read connection, outside
+    any write transaction, so that signals never wait for it. Unknown operator, no password set
+    and a wrong password take the same work and give the same answer."""
+    row = conn.execute(select(o.password_hash).where(o.code == code)).first()
+    if row is None or row.password_hash is None:
+        _verify(_DUMMY_HASH, password)
+        return PasswordCheck(code, False)
+    return PasswordCheck(code, _verify(row.password_hash, password))
+
+
+def sign_in(conn: Connection, check: PasswordCheck, now_us: int) -> tuple[Operator, str]:
+    """Record a password check (in a write transaction) and open a console session: the
+    operator and the session token.
 
     Wrong passwords count; after LOCKOUT_FAILURES in a row the operator is locked out for
-    LOCKOUT_MINUTES. Unknown operator, wrong password and no password set all give the same
-    refusal, after the same hashing work."""
-    refused = Refusal("OPS-SIGNIN", "wrong operator code or password", 401, recorded=True)
+    LOCKOUT_MINUTES, and a locked operator is refused even with the right password. A failure
+    is a ``recorded`` refusal: its count is committed although the sign-in is refused."""
+    code = check.code
     row = conn.execute(select(s.operator).where(o.code == code)).mappings().first()
     if row is None or row["password_hash"] is None:
-        _verify(_DUMMY_HASH, password)
-        raise refused
+        raise Refusal("OPS-SIGNIN", "wrong operator code or password", 401)
     if row["locked_until_us"] is not None and row["locked_until_us"] > now_us:
         minutes = (row["locked_until_us"] - now_us) // 60_000_000 + 1
         raise Refusal(
@@ -219,7 +239,7 @@ def sign_in(conn: Connection, code: str, password: str, now_us: int) -> tuple[Op
             f"too many failed sign-ins: operator {code} is locked for {minutes} more minutes",
             429,
         )
-    if not _verify(row["password_hash"], password):
+    if not check.matched:
         failures = row["failed_logins"] + 1
         locked = now_us + ops.LOCKOUT_MINUTES * 60_000_000 if ops.locked_out(failures) else None
         conn.execute(
@@ -227,7 +247,7 @@ def sign_in(conn: Connection, code: str, password: str, now_us: int) -> tuple[Op
             .where(o.code == code)
             .values(failed_logins=0 if locked else failures, locked_until_us=locked)
         )
-        raise refused
+        raise Refusal("OPS-SIGNIN", "wrong operator code or password", 401, recorded=True)
     if row["disabled"]:
         raise Refusal("OPS-DISABLED", f"operator {code} is disabled", 403)
     conn.execute(
@@ -459,6 +479,7 @@ def add_note(conn: Connection, code: str, alarm_id: int, text: str, now_us: int)
     cleaned = ops.check_note(text)
     _, row = _holding(conn, code, alarm_id)
     _record(conn, code, Action.NOTE, now_us, row, cleaned)
+    provisioning.bump_revision(conn, queries.QUEUE)  # consoles with the alarm open see it
 
 
 def hold(conn: Connection, code: str, alarm_id: int, minutes: int, reason: str, now_us: int) -> int:
@@ -650,17 +671,43 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
     }
 
 
+def _first_signal_since(conn: Connection, start_us: int) -> int | None:
+    """The incident number of the first signal received at or after ``start_us``, found by
+    bisecting incident numbers (stored in receive order) with primary-key lookups, so that
+    counting recent signals reads only them, not the whole table. None when there is none."""
+    sig = s.signal.c
+    low, high = conn.execute(
+        select(func.min(sig.incident_number), func.max(sig.incident_number))
+    ).one()
+    if high is None:
+        return None
+    at = select(sig.received_us).where(sig.incident_number >= bindparam("n"))
+    at = at.order_by(sig.incident_number).limit(1)
+    if conn.execute(at, {"n": high}).scalar_one() < start_us:
+        return None
+    while low < high:  # the smallest number whose next stored signal is recent enough
+        middle = (low + high) // 2
+        if conn.execute(at, {"n": middle}).scalar_one() >= start_us:
+            high = middle
+        else:
+            low = middle + 1
+    return int(low)
+
+
 def signals_per_minute(conn: Connection, now_us: int, minutes: int = 60) -> list[int]:
     """Signals received in each of the last ``minutes`` minutes, oldest first."""
     start = now_us - minutes * 60_000_000
+    counts = [0] * minutes
+    first = _first_signal_since(conn, start)
+    if first is None:
+        return counts
     sig = s.signal.c
     bucket = (sig.received_us - start) / 60_000_000
     rows = conn.execute(
         select(func.floor(bucket).label("m"), func.count())
-        .where(sig.received_us >= start, sig.received_us < now_us)
+        .where(sig.incident_number >= first, sig.received_us >= start, sig.received_us < now_us)
         .group_by("m")
     ).all()
-    counts = [0] * minutes
     for minute, count in rows:
         index = int(minute)
         if 0 <= index < minutes:
