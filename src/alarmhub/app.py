@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from alarmhub import openapi, secret_key
+from alarmhub import console, openapi, secret_key
 from alarmhub.heartbeats import HeartbeatSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -47,6 +47,7 @@ class Runtime:
         self.heartbeats = HeartbeatSupervisor(
             self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds
         )
+        self.console = console.LiveFeed(self.engine)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -56,6 +57,7 @@ class Runtime:
         await self.query_auth.start()
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
+        await self.console.start()
         if self.engine.dialect.name == "sqlite":
             self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
@@ -69,7 +71,9 @@ class Runtime:
                 log.warning("checkpoint failed", extra={"error": repr(exc)})
 
     async def stop(self) -> None:
-        """Stop supervision, flush heartbeats, commit every signal still queued."""
+        """End the consoles' event streams, stop supervision, flush heartbeats, commit every
+        signal still queued."""
+        await self.console.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
@@ -132,4 +136,5 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
         routes += rx_routes.routes(runtime)
     if "rest" in parts:
         routes += xm_routes.routes(runtime)
+        routes += console.routes(runtime)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

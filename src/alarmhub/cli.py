@@ -156,6 +156,12 @@ def _address(value: str | None) -> tuple[str, int] | None:
 )
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--log-format", type=click.Choice(["keyvalue", "json"]))
+@click.option(
+    "--dc09-listen",
+    "dc09_listen",
+    multiple=True,
+    help="HOST:PORT for SIA DC-09 panels, TCP and UDP (may be given more than once).",
+)
 def serve(
     listen: str,
     rx_listen: str | None,
@@ -164,6 +170,7 @@ def serve(
     with_demo: bool,
     log_level: str | None,
     log_format: str | None,
+    dc09_listen: tuple[str, ...],
 ) -> None:
     """Run the node: signaling interface, query interface, health and metrics."""
     from alarmhub.server import Listener
@@ -179,6 +186,7 @@ def serve(
         listeners = [Listener(*rx, ("rx", "rest"))]
     else:
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
+    dc09 = [address for address in map(_address, dc09_listen) if address is not None]
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if with_demo:
         _provision_demo(settings)
@@ -189,13 +197,15 @@ def serve(
             if "rx" in listener.parts:
                 click.echo(f"signaling  {url}/rx/<source>:<destination>/contact_id  (and /hb)")
             click.echo(f"health     {url}/healthz    metrics {url}/metrics")
+        for host, port in dc09:
+            click.echo(f"SIA DC-09  {host}:{port}  (TCP and UDP)")
         if with_demo:
             text = demo.saved_credentials(settings.data_dir)
             if text:
                 click.echo(text, nl=False)
         click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
 
-    run_server(settings, listeners, on_ready=ready)
+    run_server(settings, listeners, on_ready=ready, dc09_listen=dc09)
 
 
 def _provision_demo(settings: settings_module.Settings) -> None:
@@ -1158,3 +1168,190 @@ def query(
     click.echo(json.dumps(answer.body, indent=2))
     if answer.status_code != 200:
         sys.exit(1)
+
+
+# SIA DC-09 -----------------------------------------------------------------------------------
+
+
+@main.group("dc09")
+def dc09_group() -> None:
+    """SIA DC-09 receiver lines, account keys and supervision."""
+
+
+@dc09_group.group("line")
+def dc09_line() -> None:
+    """Receiver lines: which dnis (and line mask) a DC-09 receiver and line report on."""
+
+
+@dc09_line.command("add")
+@click.option("--receiver", required=True, help="Receiver number (hex, as panels send R...).")
+@click.option("--line", required=True, help="Line number (hex, as panels send L...).")
+@click.option("--dnis", required=True, help="The dnis whose line mask the accounts go through.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dc09_line_add(
+    receiver: str, line: str, dnis: str, data_dir: Path | None, as_json: bool
+) -> None:
+    """Map DC-09 receiver RECEIVER line LINE to DNIS."""
+    from alarmhub.store import dc09
+
+    row = dc09.add_line(open_store(data_dir), receiver, line, dnis)
+    emit(
+        as_json,
+        row,
+        lambda: click.echo(f"receiver {row['receiver']} line {row['line']} -> dnis {dnis}"),
+    )
+
+
+@dc09_line.command("remove")
+@click.option("--receiver", required=True, help="Receiver number (hex).")
+@click.option("--line", required=True, help="Line number (hex).")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dc09_line_remove(receiver: str, line: str, data_dir: Path | None, as_json: bool) -> None:
+    """Remove a receiver line's mapping (its accounts then raise UNKNOWN ACCOUNT)."""
+    from alarmhub.store import dc09
+
+    dc09.remove_line(open_store(data_dir), receiver, line)
+    emit(
+        as_json,
+        {"receiver": receiver, "line": line, "removed": True},
+        lambda: click.echo(f"receiver {receiver} line {line} removed"),
+    )
+
+
+@dc09_line.command("list")
+@data_dir_option
+@json_option
+def dc09_line_list(data_dir: Path | None, as_json: bool) -> None:
+    """List the receiver lines."""
+    from alarmhub.store import dc09
+
+    rows = dc09.list_lines(open_store(data_dir))
+    emit(
+        as_json,
+        rows,
+        lambda: table(
+            rows, [("receiver", "RECEIVER"), ("line", "LINE"), ("dnis", "DNIS")], "no dc09 line"
+        ),
+    )
+
+
+@dc09_group.group("key")
+def dc09_key() -> None:
+    """AES keys of DC-09 accounts (a keyed account's unencrypted messages are refused)."""
+
+
+@dc09_key.command("set")
+@click.argument("account", metavar="ACCOUNT")
+@click.option("--key", "key_hex", required=True, help="AES key: 32, 48 or 64 hex digits.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dc09_key_set(account: str, key_hex: str, data_dir: Path | None, as_json: bool) -> None:
+    """Set ACCOUNT's AES key (stored encrypted with the station's secret key)."""
+    from alarmhub.store import dc09
+
+    dc09.set_key(open_store(data_dir), _station_key(data_dir), account, key_hex)
+    account = account.upper()
+    bits = len(key_hex) * 4
+    emit(
+        as_json,
+        {"account": account, "key_bits": bits},
+        lambda: click.echo(f"DC-09 account {account}: AES-{bits} key set"),
+    )
+
+
+@dc09_key.command("remove")
+@click.argument("account", metavar="ACCOUNT")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dc09_key_remove(account: str, data_dir: Path | None, as_json: bool) -> None:
+    """Take ACCOUNT's key away (it may then send unencrypted messages)."""
+    from alarmhub.store import dc09
+
+    dc09.set_key(open_store(data_dir), _station_key(data_dir), account, None)
+    emit(
+        as_json,
+        {"account": account.upper(), "key_bits": None},
+        lambda: click.echo(f"DC-09 account {account.upper()}: key removed"),
+    )
+
+
+@dc09_group.group("account")
+def dc09_account() -> None:
+    """DC-09 accounts: last message and supervision."""
+
+
+@dc09_account.command("list")
+@data_dir_option
+@json_option
+def dc09_account_list(data_dir: Path | None, as_json: bool) -> None:
+    """List DC-09 accounts: key, supervision interval, last message and state."""
+    from alarmhub.store import dc09
+
+    settings = load_settings(data_dir)
+    rows = []
+    for row in dc09.list_accounts(open_store(data_dir)):
+        interval = row["supervision_s"]
+        effective = settings.dc09_supervision_seconds if interval is None else interval
+        if row["last_message_us"] is None:
+            state = "never reported"
+        elif effective == 0:
+            state = "not supervised"
+        else:
+            state = "communication failure" if row["failed_us"] is not None else "reporting"
+        rows.append(
+            {
+                "account": row["account"],
+                "encrypted": bool(row["keyed"]),
+                "supervision_s": effective,
+                "last_message": _when(row["last_message_us"]),
+                "last_message_us": row["last_message_us"],
+                "line": f"R{row['receiver']}L{row['line']}" if row["receiver"] else None,
+                "state": state,
+                "failed_since": _when(row["failed_us"]),
+                "alarm_id": row["alarm_id"],
+            }
+        )
+    columns = [
+        ("account", "ACCOUNT"),
+        ("encrypted", "AES"),
+        ("supervision_s", "INTERVAL S"),
+        ("last_message", "LAST MESSAGE"),
+        ("line", "LINE"),
+        ("state", "STATE"),
+        ("failed_since", "FAILED SINCE"),
+    ]
+    emit(as_json, rows, lambda: table(rows, columns, "no dc09 account"))
+
+
+@dc09_account.command("interval")
+@click.argument("account", metavar="ACCOUNT")
+@click.argument("seconds", metavar="SECONDS|off|default")
+@data_dir_option
+@json_option
+@provisioning_errors
+def dc09_account_interval(account: str, seconds: str, data_dir: Path | None, as_json: bool) -> None:
+    """Set ACCOUNT's supervision interval: SECONDS, off, or default (dc09_supervision_seconds)."""
+    from alarmhub.store import dc09
+
+    if seconds == "off":
+        value: int | None = dc09.SUPERVISION_OFF
+    elif seconds == "default":
+        value = None
+    elif seconds.isdigit() and int(seconds) > 0:
+        value = int(seconds)
+    else:
+        raise CommandError(
+            f"invalid interval {seconds!r}: a positive number of seconds, off or default"
+        )
+    dc09.set_supervision(open_store(data_dir), account, value)
+    emit(
+        as_json,
+        {"account": account.upper(), "supervision_s": value},
+        lambda: click.echo(f"DC-09 account {account.upper()}: supervision {seconds}"),
+    )

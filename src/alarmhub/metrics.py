@@ -36,3 +36,13 @@ SOURCES_FAILED = Gauge(
 SOURCES_SUPERVISED = Gauge(
     "alarmhub_sources_supervised", "Source:destination pairs under heartbeat supervision"
 )
+DC09_FRAMES = Counter(
+    "alarmhub_dc09_frames", "DC-09 frames received, by answer (ACK, NAK, DUH, none)", ["answer"]
+)
+DC09_CONNECTIONS = Gauge("alarmhub_dc09_connections", "Open DC-09 TCP connections")
+DC09_ACCOUNTS_SUPERVISED = Gauge(
+    "alarmhub_dc09_accounts_supervised", "DC-09 accounts under supervision"
+)
+DC09_ACCOUNTS_FAILED = Gauge(
+    "alarmhub_dc09_accounts_failed", "DC-09 accounts now in communication failure"
+)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from alarmhub.app import Part, Runtime, build_app
+from alarmhub.dc09 import server as dc09_server
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import Settings
 
@@ -54,12 +55,17 @@ async def run(
     listeners: Sequence[Listener],
     on_ready: Callable[[Runtime], None] | None = None,
     extra_routes: Callable[[Runtime], list[object]] | None = None,
+    dc09_listen: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
     (in-flight requests finish), then the writer (queued signals are committed)."""
     sockets = [bind(listener) for listener in listeners]
+    dc09_sockets = [dc09_server.bind(host, port) for host, port in dc09_listen]
     runtime = Runtime(settings)
     await runtime.start()
+    dc09 = dc09_server.Receiver(runtime, dc09_sockets) if dc09_sockets else None
+    if dc09 is not None:
+        await dc09.start()
     servers: list[_Server] = []
     for listener in listeners:
         app = build_app(runtime, listener.parts)
@@ -83,6 +89,7 @@ async def run(
 
     def stop(signame: str) -> None:
         log.info("stop requested", extra={"signal": signame})
+        runtime.console.close()  # open event streams would hold the graceful stop for 30 s
         for server in servers:
             if server.should_exit:
                 server.force_exit = True
@@ -107,6 +114,8 @@ async def run(
         for server in servers:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)
+        if dc09 is not None:
+            await dc09.stop()
         await runtime.stop()
 
 
@@ -130,8 +139,9 @@ def serve(
     listeners: Sequence[Listener],
     on_ready: Callable[[Runtime], None] | None = None,
     extra_routes: Callable[[Runtime], list[object]] | None = None,
+    dc09_listen: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Run the node on uvloop until it is told to stop."""
     import uvloop
 
-    uvloop.run(run(settings, listeners, on_ready, extra_routes))
+    uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen))

@@ -37,6 +37,10 @@ class Settings:
     log_level: str = "info"
     log_format: str = "keyvalue"
     timezone: str = ""
+    dc09_retry_seconds: int = 300
+    dc09_supervision_seconds: int = 90
+    dc09_max_connections: int = 10000
+    dc09_idle_seconds: int = 600
 
     @property
     def zone(self) -> tzinfo:
@@ -92,6 +96,10 @@ _KINDS: dict[str, type] = {
     "log_level": str,
     "log_format": str,
     "timezone": str,
+    "dc09_retry_seconds": int,
+    "dc09_supervision_seconds": int,
+    "dc09_max_connections": int,
+    "dc09_idle_seconds": int,
 }
 
 
@@ -121,7 +129,15 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
     settings = replace(Settings(), **values)
     if settings.heartbeat_timeout <= 0:
         raise SettingsError("heartbeat_timeout must be a positive number of seconds")
-    for name in ("max_batch", "runaway_limit", "runaway_minutes"):
+    for name in (
+        "max_batch",
+        "runaway_limit",
+        "runaway_minutes",
+        "dc09_retry_seconds",
+        "dc09_supervision_seconds",
+        "dc09_max_connections",
+        "dc09_idle_seconds",
+    ):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name} must be positive")
     if settings.timezone:

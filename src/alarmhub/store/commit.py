@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import schema as s
 
+KEY_COLUMNS = ("token_name", "idempotency_key", "incident_number", "created_us")
 SIGNAL_COLUMNS = (
     "incident_number",
     "source",
@@ -109,6 +110,7 @@ class SignalInsert(RowInsert):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine, s.signal, SIGNAL_COLUMNS)
+        self.keys = RowInsert(engine, s.idempotency, KEY_COLUMNS)  # the remembered keys
 
     def rows(self, first_number: int, batch: Sequence[Signal]) -> list[tuple[Any, ...]]:
         return [
@@ -156,6 +158,11 @@ def store_plain(conn: Connection, statement: SignalInsert, batch: Sequence[Signa
 
 
 KEY_CHUNK = 500
+_key = s.idempotency.c
+_REMEMBERED = select(_key.idempotency_key, _key.incident_number, _key.created_us).where(
+    _key.token_name == bindparam("token_name"),
+    _key.idempotency_key.in_(bindparam("keys", expanding=True)),
+)
 
 
 def _remembered(
@@ -165,15 +172,11 @@ def _remembered(
     by_token: dict[str, list[str]] = {}
     for token_name, key in keys:
         by_token.setdefault(token_name, []).append(key)
-    t = s.idempotency.c
     found: dict[tuple[str, str], tuple[int, int]] = {}
     for token_name, names in by_token.items():
         for start in range(0, len(names), KEY_CHUNK):
             rows = conn.execute(
-                select(t.idempotency_key, t.incident_number, t.created_us).where(
-                    t.token_name == token_name,
-                    t.idempotency_key.in_(names[start : start + KEY_CHUNK]),
-                )
+                _REMEMBERED, {"token_name": token_name, "keys": names[start : start + KEY_CHUNK]}
             )
             for key, number, created in rows:
                 found[(token_name, key)] = (number, created)
@@ -233,17 +236,13 @@ def commit_signals(
         for i, offset in fresh_position.items():
             outcome[i] = Stored(first + offset)
         statement.store(conn, first, [batch[i] for i in fresh])
-        rows = [
-            {
-                "token_name": key[0],
-                "idempotency_key": key[1],
-                "incident_number": first + fresh_position[i],
-                "created_us": batch[i].received_us,
-            }
-            for key, i in first_of_key.items()
-        ]
-        if rows:
-            conn.execute(insert(s.idempotency), rows)
+        statement.keys.execute(
+            conn,
+            [
+                (key[0], key[1], first + fresh_position[i], batch[i].received_us)
+                for key, i in first_of_key.items()
+            ],
+        )
     for i, first_index in repeats:
         earlier = outcome[first_index]
         assert earlier is not None

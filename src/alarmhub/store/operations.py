@@ -417,23 +417,32 @@ def _claim_next(conn: Connection, code: str, now_us: int) -> dict[str, Any] | No
     return None
 
 
+_RECEIVING = (
+    o.signed_on_us.is_not(None),
+    o.receiving.is_(True),
+    o.disabled.is_(False),
+)
+_ANYONE_RECEIVING = select(o.code).where(*_RECEIVING).limit(1)
+_IDLE = (
+    select(o.code)
+    .where(
+        *_RECEIVING,
+        o.code.not_in(
+            select(a.opr).where(a.state == AlarmState.IN_PROCESS, a.opr.is_not(None)).distinct()
+        ),
+    )
+    .order_by(func.coalesce(o.status_us, 0), o.code)
+    .limit(HANDED_PER_PASS)
+)
+
+
 def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tuple[str, int]]:
     """Hand the next pending alarms to idle receiving operators, the longest idle first;
-    the (operator, alarm) pairs handed. ``only`` limits it to one operator."""
-    busy = select(a.opr).where(a.state == AlarmState.IN_PROCESS, a.opr.is_not(None)).distinct()
-    query = (
-        select(o.code)
-        .where(
-            o.signed_on_us.is_not(None),
-            o.receiving.is_(True),
-            o.disabled.is_(False),
-            o.code.not_in(busy),
-        )
-        .order_by(func.coalesce(o.status_us, 0), o.code)
-        .limit(HANDED_PER_PASS)
-    )
-    if only is not None:
-        query = query.where(o.code == only)
+    the (operator, alarm) pairs handed. ``only`` limits it to one operator. It runs with every
+    group commit that raises alarms, so it first asks cheaply whether anyone receives at all."""
+    if conn.execute(_ANYONE_RECEIVING).first() is None:
+        return []
+    query = _IDLE if only is None else _IDLE.where(o.code == only)
     handed: list[tuple[str, int]] = []
     for code in list(conn.execute(query).scalars()):
         # lock the operator's row (PostgreSQL) and check again that they are still idle
@@ -649,7 +658,12 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
     h = s.history.c
     of_alarm = conn.execute(
         select(s.history)
-        .where((h.alarm_id == alarm_id) | (h.incident_number == alarm_id))
+        # the alarm's own events carry its incident number; restorals linked to it are on the
+        # same account: both found through indexes, never by reading all of history
+        .where(
+            (h.incident_number == alarm_id)
+            | ((h.account_number == row["account_number"]) & (h.alarm_id == alarm_id))
+        )
         .order_by(h.received_us, h.event_id)
     ).mappings()
     recent: list[dict[str, Any]] = []

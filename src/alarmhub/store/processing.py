@@ -17,6 +17,7 @@ from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
+    COMMUNICATION_FAILURE,
     FAIL_TO_TEST,
     SOURCE_FAILURE,
     AlarmType,
@@ -33,7 +34,8 @@ from alarmhub.core.router import (
 )
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import operations, provisioning, queries
+from alarmhub.dc09.receiver import DESTINATION as DC09_DESTINATION
+from alarmhub.store import dc09, operations, provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import RowInsert, allocate_incidents
 
@@ -340,11 +342,13 @@ class Processor:
         repo.preload_accounts(numbers)
 
     def supervise(self, conn: Connection, now_us: int) -> int:
-        """Raise FAIL TO TEST and SOURCE FAILURE alarms and their restorals, return held alarms
+        """Raise FAIL TO TEST, SOURCE FAILURE and COMMUNICATION FAILURE (DC-09) alarms and their
+        restorals, return held alarms
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         self.station.refresh(conn)
         repo = SqlRepository(conn, self.station, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
+        changed += self._communication_failures(conn, repo, now_us)
         repo.flush()
         changed += operations.end_holds(conn, now_us)
         changed += len(operations.hand_out(conn, now_us))
@@ -409,3 +413,54 @@ class Processor:
             )
             changed += 1
         return changed
+
+    def _communication_failures(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:
+        """COMMUNICATION FAILURE for each DC-09 account the node marked failed, and its restoral
+        when the node marked it reporting again (as SOURCE FAILURE does for heartbeats). The
+        alarm goes to the account that line masking gives the DC-09 account, if it exists."""
+        t = s.dc09_account.c
+        failed = conn.execute(
+            select(t.account, t.receiver, t.line).where(
+                t.failed_us.is_not(None), t.alarm_id.is_(None)
+            )
+        ).all()
+        back = conn.execute(
+            select(t.account, t.receiver, t.line, t.alarm_id).where(
+                t.failed_us.is_(None), t.alarm_id.is_not(None)
+            )
+        ).all()
+        if not failed and not back:
+            return 0
+        lines = dc09.lines(conn)
+        for dc09_account, receiver, line in failed:
+            dnis = lines.get((receiver, line), "")
+            mask = self.station.masks.get(dnis)
+            number = apply_mask(mask, dc09_account) if mask is not None else None
+            account = number if number and repo.account_exists(number) else ""
+            # where the alarm comes from, as an operator reads it on a signal's alarm
+            origin = StoredSignal(
+                0, f"R{receiver}L{line}", DC09_DESTINATION, dnis, dc09_account, "", "", "", now_us
+            )
+            text = f"{COMMUNICATION_FAILURE.name} DC09 #{dc09_account} {origin.source}"
+            alarm_id = self.router.raise_alarm(
+                repo, COMMUNICATION_FAILURE, account, text, now_us, origin
+            )
+            conn.execute(
+                update(s.dc09_account).where(t.account == dc09_account).values(alarm_id=alarm_id)
+            )
+            log.warning(
+                "communication failure alarm",
+                extra={"dc09_account": dc09_account, "incident_number": alarm_id},
+            )
+        for dc09_account, receiver, line, alarm_id in back:
+            raised_on = conn.execute(
+                select(s.alarm.c.account_number).where(s.alarm.c.alarm_id == alarm_id)
+            ).scalar()
+            text = f"{COMMUNICATION_FAILURE.name} DC09 #{dc09_account} R{receiver}L{line}"
+            self.router.restore_alarm(
+                repo, COMMUNICATION_FAILURE, alarm_id, raised_on or "", text, now_us
+            )
+            conn.execute(
+                update(s.dc09_account).where(t.account == dc09_account).values(alarm_id=None)
+            )
+        return len(failed) + len(back)

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.core.signal import Signal
+from alarmhub.dc09.receiver import TOKEN_NAME as DC09_TOKEN_NAME
 from alarmhub.settings import Settings
 from alarmhub.store import framing, operations
 from alarmhub.store.commit import Stored, to_wire
@@ -99,6 +100,7 @@ class SignalWriter:
             "url": s.database,
             "max_batch": s.max_batch,
             "idempotency_hours": s.idempotency_hours,
+            "key_windows": {DC09_TOKEN_NAME: s.dc09_retry_seconds},
             "runaway_limit": s.runaway_limit,
             "runaway_minutes": s.runaway_minutes,
             "test_grace_minutes": s.test_grace_minutes,
@@ -131,6 +133,11 @@ class SignalWriter:
 
     async def submit(self, sig: Signal) -> Stored:
         """Queue a signal and wait until the commit holding it is durable."""
+        return await self.enqueue(sig)
+
+    def enqueue(self, sig: Signal) -> asyncio.Future[Stored]:
+        """Queue a signal; the future resolves once the commit holding it is durable (for
+        callers that answer from a callback, without a task of their own: the DC-09 receiver)."""
         if self._transport is None or self._closing:
             raise StoreUnavailable("shutting down" if self._closing else "writer not running")
         future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
@@ -138,7 +145,7 @@ class SignalWriter:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
-        return await future
+        return future
 
     def _flush(self) -> None:
         """Send everything submitted in this turn of the loop as one frame."""

@@ -32,6 +32,7 @@ from alarmhub.store.commit import (
     SignalInsert,
     Stored,
     commit_signals,
+    forget_keys,
     from_wire,
     store_plain,
 )
@@ -88,6 +89,10 @@ class WriterLoop:
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._engine)
         self._window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
+        # token names whose keys have a window of their own (the DC-09 retry window), in seconds
+        self._key_windows_us = {
+            name: int(seconds) * 1_000_000 for name, seconds in config["key_windows"].items()
+        }
         self._processor = Processor(
             self._derived,
             runaway_limit=int(config["runaway_limit"]),
@@ -160,11 +165,18 @@ class WriterLoop:
         del waiting[:frames]
         started = time.perf_counter()
         reply: dict[str, Any]
-        routing = not self._backlog
+        # route in the commit unless signals are queueing behind it (or older ones wait unrouted):
+        # under load routing then catches up in larger batches between commits, so that the
+        # answers to waiting requests are not held up by routing
+        routing = not self._backlog and not self._waiting
+        if not routing:
+            self._backlog = self._route_due = True
         try:
             with write_transaction(self._engine) as conn:
                 if any(sig.idempotency_key is not None for sig in batch):
-                    stored = commit_signals(conn, self._statement, batch, self._window_us)
+                    stored = commit_signals(
+                        conn, self._statement, batch, self._window_us, self._key_windows_us
+                    )
                 else:
                     stored = store_plain(conn, self._statement, batch)
                 if routing:
@@ -244,6 +256,17 @@ class WriterLoop:
                 self._processor.supervise(conn, now_us())
         except Exception as exc:
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
+        self._forget_keys()
+
+    def _forget_keys(self) -> None:
+        """Forget the keys whose own window has passed (DC-09 retries): they cannot match."""
+        try:
+            with write_transaction(self._derived) as conn:
+                now = now_us()
+                for name, window_us in self._key_windows_us.items():
+                    forget_keys(conn, name, now - window_us)
+        except Exception as exc:
+            log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 
 
 def main() -> None:

@@ -1,0 +1,270 @@
+"""The console's live feed: one task per node watches the queue revision and, when it changes,
+builds one snapshot of the queues and pushes it to every connected console as a server-sent
+event (``GET /console/events``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from alarmhub.clock import now_us
+from alarmhub.console import views
+from alarmhub.core.operations import AlarmState
+from alarmhub.store import operations as store_ops
+from alarmhub.store import queries
+
+log = logging.getLogger("alarmhub.console")
+POLL_SECONDS = 0.2
+KEEPALIVE_SECONDS = 15.0
+RETRY_MS = 2000
+PENDING_SHOWN = 2000
+"""At most this many pending alarms go into a snapshot (the count says how many there are)."""
+STATS_SECONDS = 15.0
+STATS_MINUTES = 60
+
+
+class Subscriber:
+    """One connected console: the newest snapshot not yet sent (older ones are superseded)."""
+
+    __slots__ = ("gone", "message", "revision", "wake")
+
+    def __init__(self) -> None:
+        self.message: bytes | None = None
+        self.revision = -1
+        self.wake = asyncio.Event()
+        self.gone = False
+
+    def offer(self, revision: int, message: bytes) -> None:
+        if revision > self.revision:
+            self.revision = revision
+            self.message = message
+            self.wake.set()
+
+    def sent(self, revision: int) -> None:
+        """The snapshot of ``revision`` went out directly: drop any older one offered."""
+        if revision >= self.revision:
+            self.revision = revision
+            self.message = None
+            self.wake.clear()
+
+    def take(self) -> bytes | None:
+        message, self.message = self.message, None
+        self.wake.clear()
+        return message
+
+
+class LiveFeed:
+    """Watches ``queue_revision`` a few times a second while consoles are connected and
+    publishes a snapshot (pending, in process, on hold, operators, server time) on change."""
+
+    def __init__(self, engine: Engine, poll_seconds: float = POLL_SECONDS) -> None:
+        self._engine = engine
+        self.poll_seconds = poll_seconds
+        self._subscribers: set[Subscriber] = set()
+        self._published: int | None = None
+        self._latest: tuple[int, bytes] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._stats: tuple[float, list[int]] | None = None
+        self._stats_lock = asyncio.Lock()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    async def start(self) -> None:
+        self._closed = False
+        self._task = asyncio.create_task(self._run(), name="console-feed")
+
+    def close(self) -> None:
+        """End every event stream (consoles reconnect to another node, or when this one is
+        back) and publish nothing more."""
+        self._closed = True
+        for subscriber in self._subscribers:
+            subscriber.wake.set()
+
+    async def stop(self) -> None:
+        self.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def subscribe(self) -> Subscriber:
+        subscriber = Subscriber()
+        self._subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+
+    async def _run(self) -> None:
+        failing = False
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            if not self._subscribers:
+                self._published = None
+                continue
+            try:
+                revision = await asyncio.to_thread(self._revision)
+                if revision != self._published:
+                    self._published, message = await self._snapshot()
+                    for subscriber in self._subscribers:
+                        subscriber.offer(self._published, message)
+                if failing:
+                    log.info("console feed reads the database again")
+                failing = False
+            except Exception as exc:
+                if not failing:
+                    log.warning("console feed cannot read the queues", extra={"error": repr(exc)})
+                failing = True
+                await asyncio.sleep(1.0)
+
+    def _revision(self) -> int:
+        with self._engine.connect() as conn:
+            return queries.queue_revision(conn)
+
+    async def current(self) -> tuple[int, bytes]:
+        """The snapshot of the queues as they are now (the cached one when nothing changed)."""
+        latest = self._latest
+        if latest is not None and latest[0] == await asyncio.to_thread(self._revision):
+            return latest
+        return await self._snapshot()
+
+    async def snapshot_now(self) -> dict[str, Any]:
+        """A fresh snapshot as a value (the API's ``GET /console/api/snapshot``)."""
+        return (await asyncio.to_thread(self._build))[1]
+
+    async def _snapshot(self) -> tuple[int, bytes]:
+        revision, message = await asyncio.to_thread(self._build_message)
+        if self._latest is None or revision >= self._latest[0]:
+            self._latest = (revision, message)
+        return revision, message
+
+    def _build_message(self) -> tuple[int, bytes]:
+        revision, snapshot = self._build()
+        return revision, event("snapshot", snapshot)
+
+    def _build(self) -> tuple[int, dict[str, Any]]:
+        with self._engine.connect() as conn:  # one read transaction: a consistent picture
+            revision = queries.queue_revision(conn)
+            pending = queries.alarms_in(conn, AlarmState.PENDING, PENDING_SHOWN)
+            total = len(pending)
+            if total == PENDING_SHOWN:
+                total = queries.count_pending(conn)
+            in_process = queries.alarms_in(conn, AlarmState.IN_PROCESS)
+            on_hold = queries.alarms_in(conn, AlarmState.ON_HOLD)
+            statuses = store_ops.operator_statuses(conn)
+        snapshot = {
+            "revision": revision,
+            "server_us": now_us(),
+            "fields": views.QUEUE_FIELDS,
+            "pending": views.queue(pending),
+            "pending_total": total,
+            "in_process": views.queue(in_process),
+            "on_hold": views.queue(on_hold),
+            "operators": views.operator_statuses(statuses, in_process),
+        }
+        return revision, snapshot
+
+    async def signals_per_minute(self) -> list[int]:
+        """Signals received in each of the last 60 minutes, oldest first; computed at most once
+        every STATS_SECONDS for the whole node, however many consoles ask."""
+        async with self._stats_lock:
+            cached = self._stats
+            if cached is not None and time.monotonic() - cached[0] < STATS_SECONDS:
+                return cached[1]
+
+            def read() -> list[int]:
+                with self._engine.connect() as conn:
+                    return store_ops.signals_per_minute(conn, now_us(), STATS_MINUTES)
+
+            counts = await asyncio.to_thread(read)
+            self._stats = (time.monotonic(), counts)
+            return counts
+
+
+def event(name: str, data: Any) -> bytes:
+    """One server-sent event; JSON never holds a raw line break, so ``data`` is one line."""
+    return b"event: " + name.encode() + b"\ndata: " + views.dumps(data) + b"\n\n"
+
+
+def clock() -> bytes:
+    """The server's time, sent with every message: the page ticks ages from its offset."""
+    return event("clock", {"server_us": now_us()})
+
+
+class EventStream(Response):
+    """``text/event-stream`` of one console: the current snapshot at once, each new one as it
+    is published, a keep-alive comment every KEEPALIVE_SECONDS (when the session is also
+    checked again: a session that ended gets ``signed-out`` and the stream ends)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        feed: LiveFeed,
+        session_valid: Callable[[], Awaitable[bool]],
+        headers: dict[str, str],
+        keepalive_seconds: float = KEEPALIVE_SECONDS,
+    ) -> None:
+        self.status_code = 200
+        self.background = None
+        self._feed = feed
+        self._session_valid = session_valid
+        self._keepalive = keepalive_seconds
+        self.init_headers({**headers, "X-Accel-Buffering": "no"})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        subscriber = self._feed.subscribe()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            subscriber.gone = True
+            subscriber.wake.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            revision, snapshot = await self._feed.current()
+            subscriber.sent(revision)
+            first = b"retry: %d\n\n" % RETRY_MS + snapshot + clock()
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            await self._stream(subscriber, send)
+        except OSError:
+            pass  # the console went away
+        finally:
+            watcher.cancel()
+            self._feed.unsubscribe(subscriber)
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream(self, subscriber: Subscriber, send: Send) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(subscriber.wake.wait(), self._keepalive)
+            if subscriber.gone or self._feed.closed:
+                return
+            message = subscriber.take()
+            if message is None:
+                if not await self._session_valid():
+                    body = event("signed-out", {"message": "your console session has ended"})
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                    return
+                message = b": keep-alive\n\n"
+            body = message + clock()
+            await send({"type": "http.response.body", "body": body, "more_body": True})

@@ -1,0 +1,425 @@
+"""HTTP routes of the operator console: the page and its sign-in, the JSON API of every action
+(``/console/api/...``), the live feed (``/console/events``) and the static files.
+
+The routes translate HTTP to calls of ``store.operations`` and back; the rules are the service
+layer's. Refusals answer the envelope ``{"status_code", "status": "error", "error_code",
+"message"}`` with the Refusal's code, message and status; input the API cannot read answers
+422 ``CONSOLE-INPUT`` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from alarmhub.clock import now_us
+from alarmhub.console import inputs, pages, security, views
+from alarmhub.console.feed import EventStream
+from alarmhub.console.inputs import BadInput
+from alarmhub.core.operations import Operator, Refusal, operator_code_problem
+from alarmhub.store import operations as store_ops
+from alarmhub.store.engine import StoreUnavailable
+
+if TYPE_CHECKING:
+    from alarmhub.app import Runtime
+
+log = logging.getLogger("alarmhub.console")
+T = TypeVar("T")
+API = "/console/api"
+MAX_CODE_CHARS = 16
+MAX_PASSWORD_CHARS = 1024
+Handler = Callable[[Request, "Session"], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A request's live console session: its operator (as of this request) and token."""
+
+    operator: Operator
+    token: str
+
+    @property
+    def code(self) -> str:
+        return self.operator.code
+
+
+def envelope(data: Mapping[str, Any] | None = None, status: int = 200) -> Response:
+    body = {"status_code": status, "status": "success", **(data or {})}
+    return security.secure_headers(
+        Response(views.dumps(body), status_code=status, media_type="application/json")
+    )
+
+
+def error(code: str, message: str, status: int) -> Response:
+    body = {"status_code": status, "status": "error", "error_code": code, "message": message}
+    return security.secure_headers(
+        Response(views.dumps(body), status_code=status, media_type="application/json")
+    )
+
+
+def no_session() -> Response:
+    return error("CONSOLE-SESSION", "sign in first: no valid console session", 401)
+
+
+class StaticHeaders:
+    """The console's security headers on its static files, revalidated on every load (an
+    upgraded node serves new files at once)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in security.HEADERS.items():
+                    headers[name] = value
+                headers["Cache-Control"] = "no-cache"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class Console:
+    """The console's endpoints over one node's runtime."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.engine = runtime.engine
+        self.feed = runtime.console
+        self.throttle = security.SignInThrottle()
+
+    # plumbing ---------------------------------------------------------------------------------
+
+    async def read(self, work: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self.engine.connect() as conn:
+                return work(conn)
+
+        return await asyncio.to_thread(run)
+
+    async def write(self, work: Callable[[Connection], T]) -> T:
+        return await self.runtime.writer.run(work)
+
+    async def session(self, request: Request) -> Session | None:
+        token = security.session_cookie(request)
+        if token is None:
+            return None
+        operator = await self.read(lambda c: store_ops.session_operator(c, token, now_us()))
+        return Session(operator, token) if operator is not None else None
+
+    def api(self, handler: Handler, writes: bool) -> Callable[[Request], Awaitable[Response]]:
+        """An API endpoint: a valid session (401), the CSRF header when it changes anything
+        (403), then the handler; refusals and bad input become the error envelope."""
+
+        async def endpoint(request: Request) -> Response:
+            action = handler.__name__
+            who: dict[str, str] = {}
+            try:
+                session = await self.session(request)
+                if session is None:
+                    return no_session()
+                who = _who(session)
+                if writes and not security.csrf_ok(request, session.token):
+                    log.info("console request without a valid csrf token", extra=who)
+                    return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+                data = await handler(request, session)
+            except BadInput as exc:
+                return error("CONSOLE-INPUT", exc.message, 422)
+            except Refusal as refusal:
+                if writes:
+                    log.info(
+                        "console action refused",
+                        extra={**who, "action": action, "error_code": refusal.code},
+                    )
+                return error(refusal.code, refusal.message, refusal.status)
+            except (StoreUnavailable, SQLAlchemyError) as exc:
+                log.warning("console request failed", extra={"action": action, "error": repr(exc)})
+                return error("CONSOLE-STORE", "the database is busy or unreachable; try again", 503)
+            if writes:
+                log.info("console action", extra={**who, "action": action})
+            return envelope(data)
+
+        return endpoint
+
+    # pages ------------------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        session = await self.session(request)
+        if session is None:
+            response = security.secure_headers(RedirectResponse(security.LOGIN_PATH, 303))
+            if security.session_cookie(request):
+                security.clear_session(response, request)
+            return response
+        return pages.console(session.operator, security.csrf_token(session.token))
+
+    async def login_form(self, request: Request) -> Response:
+        if await self.session(request) is not None:
+            return security.secure_headers(RedirectResponse(security.CONSOLE_PATH, 303))
+        return self._login_page(request)
+
+    def _login_page(
+        self, request: Request, message: str = "", code: str = "", status: int = 200
+    ) -> Response:
+        token = security.new_login_token()
+        response = pages.login(token, message, code, status)
+        security.set_login_token(response, request, token)
+        return response
+
+    async def login(self, request: Request) -> Response:
+        address = request.client.host if request.client else "unknown"
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
+            return self._login_page(request, "The sign-in form is too large.", status=422)
+        try:
+            form = await request.form(max_files=0, max_fields=8)
+        except Exception:
+            return self._login_page(request, "The sign-in form could not be read.", status=422)
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        code = fields.get("code", "").strip()
+        password = fields.get("password", "")
+        if not security.login_token_ok(request, fields.get("csrf", "")):
+            log.info("console sign-in refused", extra={"address": address, "reason": "csrf"})
+            message = "This sign-in form has expired. Please sign in again."
+            return self._login_page(request, message, code[:MAX_CODE_CHARS], 403)
+        if not code or not password:
+            message = "Enter your operator code and your password."
+            return self._login_page(request, message, code[:MAX_CODE_CHARS], 422)
+        if len(code) > MAX_CODE_CHARS or len(password) > MAX_PASSWORD_CHARS:
+            return self._login_page(request, "Operator code or password too long.", status=422)
+        if not self.throttle.allowed(address):
+            log.warning("console sign-in throttled", extra={"address": address})
+            message = "Too many failed sign-ins from this computer: wait a minute."
+            return self._login_page(request, message, code, 429)
+        wait = self.throttle.turn()
+        if wait is None:
+            log.warning("console sign-ins queued too long", extra={"address": address})
+            message = "The node is busy with other sign-ins: try again in a moment."
+            return self._login_page(request, message, code, 429)
+        await asyncio.sleep(wait)
+
+        def sign_in(conn: Connection) -> tuple[Operator, str] | Refusal:
+            now = now_us()
+            try:
+                operator, token = store_ops.sign_in(conn, check, now)
+            except Refusal as refusal:
+                return refusal  # commit: the failed attempt counts towards the lock-out
+            store_ops.sign_on(conn, operator.code, now, receiving=True)
+            return operator, token
+
+        try:
+            # the slow hash check on a read connection: no write lock held meanwhile
+            check = await self.read(lambda c: store_ops.check_password(c, code, password))
+            outcome = await self.write(sign_in)
+        except Refusal as refusal:
+            outcome = refusal
+        except (StoreUnavailable, SQLAlchemyError) as exc:
+            log.warning("console sign-in failed", extra={"error": repr(exc)})
+            message = "The database is busy or unreachable. Try again."
+            return self._login_page(request, message, code, 503)
+        if isinstance(outcome, Refusal):
+            if outcome.code == "OPS-SIGNIN":
+                self.throttle.failed(address)
+            log.info(
+                "console sign-in refused",
+                extra={"operator": _loggable(code), "address": address, "reason": outcome.code},
+            )
+            return self._login_page(request, outcome.message, code, outcome.status)
+        operator, token = outcome
+        log.info("console sign-in", extra={"operator": operator.code, "address": address})
+        response = security.secure_headers(RedirectResponse(security.CONSOLE_PATH, 303))
+        security.set_session(response, request, token)
+        security.clear_login_token(response, request)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        session = await self.session(request)
+        if session is None:
+            response = no_session()
+            security.clear_session(response, request)
+            return response
+        if not security.csrf_ok(request, session.token):
+            return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+
+        def sign_out(conn: Connection) -> int:
+            store_ops.end_session(conn, session.token)
+            return store_ops.sign_off(conn, session.code, now_us())
+
+        returned = await self.write(sign_out)
+        log.info("console sign-out", extra={**_who(session), "returned_to_pending": returned})
+        response = envelope({"returned_to_pending": returned})
+        security.clear_session(response, request)
+        return response
+
+    async def events(self, request: Request) -> Response:
+        session = await self.session(request)
+        if session is None:
+            return no_session()
+
+        async def still_valid() -> bool:
+            return await self.session(request) is not None
+
+        return EventStream(self.feed, still_valid, {**security.HEADERS, **security.NO_STORE})
+
+    # the API ----------------------------------------------------------------------------------
+
+    async def me(self, request: Request, session: Session) -> dict[str, Any]:
+        return {"operator": views.operator(session.operator), "server_us": now_us()}
+
+    async def snapshot(self, request: Request, session: Session) -> dict[str, Any]:
+        return {"snapshot": await self.feed.snapshot_now()}
+
+    async def alarm(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        found = await self.read(lambda c: store_ops.alarm_detail(c, alarm_id))
+        return views.detail(found, now_us())
+
+    async def resolutions(self, request: Request, session: Session) -> dict[str, Any]:
+        codes = await self.read(store_ops.resolution_codes)
+        return {"resolutions": [{"code": k, "text": v} for k, v in codes.items()]}
+
+    async def operators(self, request: Request, session: Session) -> dict[str, Any]:
+        return {"operators": views.operators(await self.read(store_ops.list_operators))}
+
+    async def stats(self, request: Request, session: Session) -> dict[str, Any]:
+        counts = await self.feed.signals_per_minute()
+        return {"signals_per_minute": counts, "minutes": len(counts), "server_us": now_us()}
+
+    async def take_next(self, request: Request, session: Session) -> dict[str, Any]:
+        await _body(request, {})
+        row = await self.write(lambda c: store_ops.take_next(c, session.code, now_us()))
+        return {"alarm": views.alarm(row, now_us()) if row else None}
+
+    async def take(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        await _body(request, {})
+        row = await self.write(lambda c: store_ops.take(c, session.code, alarm_id, now_us()))
+        return {"alarm": views.alarm(row, now_us())}
+
+    async def take_over(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        await _body(request, {})
+        row = await self.write(lambda c: store_ops.take_over(c, session.code, alarm_id, now_us()))
+        return {"alarm": views.alarm(row, now_us())}
+
+    async def call(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        text = inputs.required(await _body(request, {"text": str}), "text")
+        await self.write(lambda c: store_ops.log_call(c, session.code, alarm_id, text, now_us()))
+        return {}
+
+    async def note(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        text = inputs.required(await _body(request, {"text": str}), "text")
+        await self.write(lambda c: store_ops.add_note(c, session.code, alarm_id, text, now_us()))
+        return {}
+
+    async def hold(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        fields = await _body(request, {"minutes": int, "reason": str})
+        minutes = inputs.required(fields, "minutes")
+        reason = inputs.required(fields, "reason")
+        until = await self.write(
+            lambda c: store_ops.hold(c, session.code, alarm_id, minutes, reason, now_us())
+        )
+        return {"hold_until_us": until}
+
+    async def resolve(self, request: Request, session: Session) -> dict[str, Any]:
+        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
+        fields = await _body(request, {"resolution": str, "note": str})
+        resolution = inputs.required(fields, "resolution")
+        note = fields.get("note", "")
+        await self.write(
+            lambda c: store_ops.resolve(c, session.code, alarm_id, resolution, note, now_us())
+        )
+        return {}
+
+    async def receiving(self, request: Request, session: Session) -> dict[str, Any]:
+        """Receiving on or off; signs the operator on again when they were signed off."""
+        wanted = inputs.required(await _body(request, {"receiving": bool}), "receiving")
+
+        def change(conn: Connection) -> Operator:
+            if session.operator.signed_on:
+                store_ops.set_receiving(conn, session.code, wanted, now_us())
+            else:
+                store_ops.sign_on(conn, session.code, now_us(), receiving=wanted)
+            return store_ops.load_operator(conn, session.code)
+
+        return {"operator": views.operator(await self.write(change))}
+
+    # assembly ---------------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        static = resources.files("alarmhub.console").joinpath("static")
+        reads: list[tuple[str, Handler]] = [
+            ("/me", self.me),
+            ("/snapshot", self.snapshot),
+            ("/alarms/{alarm_id}", self.alarm),
+            ("/resolutions", self.resolutions),
+            ("/operators", self.operators),
+            ("/stats", self.stats),
+        ]
+        writes: list[tuple[str, Handler]] = [
+            ("/take-next", self.take_next),
+            ("/alarms/{alarm_id}/take", self.take),
+            ("/alarms/{alarm_id}/take-over", self.take_over),
+            ("/alarms/{alarm_id}/call", self.call),
+            ("/alarms/{alarm_id}/note", self.note),
+            ("/alarms/{alarm_id}/hold", self.hold),
+            ("/alarms/{alarm_id}/resolve", self.resolve),
+            ("/receiving", self.receiving),
+        ]
+        return [
+            Route("/console", self.page, methods=["GET"]),
+            Route("/console/", _to_console, methods=["GET"]),
+            Route("/console/login", self.login_form, methods=["GET"]),
+            Route("/console/login", self.login, methods=["POST"]),
+            Route("/console/logout", self.logout, methods=["POST"]),
+            Route("/console/events", self.events, methods=["GET"]),
+            *[Route(API + p, self.api(h, writes=False), methods=["GET"]) for p, h in reads],
+            *[Route(API + p, self.api(h, writes=True), methods=["POST"]) for p, h in writes],
+            Mount(
+                "/console/static",
+                app=StaticHeaders(StaticFiles(directory=str(static))),
+                name="console-static",
+            ),
+        ]
+
+
+async def _to_console(_: Request) -> Response:
+    return security.secure_headers(RedirectResponse(security.CONSOLE_PATH, 303))
+
+
+async def _body(request: Request, allowed: Mapping[str, type]) -> dict[str, Any]:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
+        raise BadInput(f"the body is larger than {inputs.MAX_BODY_BYTES} bytes")
+    return inputs.json_object(await request.body(), allowed)
+
+
+def _loggable(code: str) -> str:
+    """A submitted operator code for the log, unless it cannot be one (someone typed their
+    password into the code field)."""
+    return code if operator_code_problem(code) is None else "(not an operator code)"
+
+
+def _who(session: Session) -> dict[str, str]:
+    return {"operator": session.code}
+
+
+def routes(runtime: Runtime) -> list[BaseRoute]:
+    """The console's routes on ``runtime`` (mounted with the query interface)."""
+    return Console(runtime).routes()

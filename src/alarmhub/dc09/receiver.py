@@ -1,0 +1,143 @@
+"""What the receiver does with one frame, and what a DC-09 event is stored as. No I/O.
+
+:func:`decide` checks a frame in the order of ``docs/dc09.md`` and says how to answer: not at
+all (bad CRC or length), DUH (cannot process), NAK (stale timestamp), or ACK once its events are
+stored. :func:`signals` turns the events into the signals that the writer commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.dc09 import answer, events, message
+from alarmhub.dc09.frame import RawFrame
+from alarmhub.dc09.message import Content, Message
+
+DESTINATION = "dc09"
+TOKEN_NAME = "(dc09)"  # noqa: S105 (a name, not a secret) no token can have this name: retry keys never meet Idempotency-Keys
+UNMAPPED_DNIS = "0"  # all zeros is never a registered dnis: the router raises UNKNOWN ACCOUNT
+PANEL_MAX = 10
+TOO_OLD = timedelta(seconds=40)
+TOO_NEW = timedelta(seconds=20)
+
+
+class Verdict(StrEnum):
+    """How a frame is answered."""
+
+    ACK = "ACK"  # after its events are committed (at once for a link test)
+    NAK = "NAK"  # an encrypted message's timestamp is outside -40 s / +20 s
+    DUH = "DUH"  # well-formed, but it cannot be processed
+    IGNORED = "none"  # bad CRC or length: no answer
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict on one frame and what it needs: the message, its content and events, the
+    panel they come from, the key for an encrypted ACK, or the answer to send at once."""
+
+    verdict: Verdict
+    reason: str = ""
+    message: Message | None = None
+    content: Content | None = None
+    events: tuple[events.Event, ...] = ()
+    panel: str = ""
+    key: bytes | None = None
+    answer: bytes | None = None
+    unknown_codes: tuple[str, ...] = ()
+
+    def ack(self, now: datetime) -> bytes:
+        assert self.message is not None
+        return answer.ack(self.message, self.key, now)
+
+
+def _duh(reason: str, msg: Message | None) -> Decision:
+    return Decision(Verdict.DUH, reason, msg, answer=answer.duh(msg))
+
+
+def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) -> Decision:
+    """The verdict on ``raw``; ``key_of`` gives an account's AES key (None: it has none)."""
+    if not raw.valid():
+        return Decision(Verdict.IGNORED, "bad CRC or length")
+    msg = message.parse(raw.body)
+    if msg is None:
+        return _duh("malformed header", None)
+    if msg.id not in message.TYPES:
+        return _duh(f"unknown message type {msg.id!r}", msg)
+    key = key_of(msg.account) if msg.account else None
+    if msg.encrypted:
+        if key is None:
+            return _duh("no key for this account", msg)
+        content = message.decrypted_content(msg, key)
+        if content is None:
+            return _duh("does not decrypt with the account's key", msg)
+        stamp = content.timestamp
+        if stamp is None or not (now - TOO_OLD <= stamp <= now + TOO_NEW):
+            return Decision(Verdict.NAK, "timestamp out of window", msg, answer=answer.nak(now))
+    else:
+        if key is not None:
+            return _duh("the account is keyed: unencrypted messages are refused", msg)
+        content = message.content(msg.payload)
+        if content is None:
+            return _duh("malformed content", msg)
+    if msg.id == message.NULL:
+        return Decision(Verdict.ACK, "link test", msg, content, key=key)
+    parsed = (
+        events.adm_cid(content.data) if msg.id == message.ADM_CID else events.sia_dcs(content.data)
+    )
+    if isinstance(parsed, str):
+        return _duh(parsed, msg)
+    panel = parsed.account or msg.account
+    if not msg.encrypted and panel != msg.account and key_of(panel) is not None:
+        return _duh("the data block names a keyed account: unencrypted messages are refused", msg)
+    if parsed.events and not 0 < len(panel) <= PANEL_MAX:
+        return _duh(f"account {panel!r} is not 1-{PANEL_MAX} characters", msg)
+    return Decision(
+        Verdict.ACK,
+        "event" if parsed.events else "link test",
+        msg,
+        content,
+        parsed.events,
+        panel,
+        key,
+        unknown_codes=parsed.unknown,
+    )
+
+
+def source(msg: Message) -> str:
+    """The ``source`` of a DC-09 signal: its receiver and line, ``R0L0`` when it names none."""
+    return f"R{msg.receiver_number}L{msg.line_number}"
+
+
+def retry_key(decision: Decision, index: int) -> str:
+    """The key under which an event is remembered for the retry window: account, receiver,
+    line, sequence number, the event's place in the frame and a digest of what the message
+    says (so a new message that reuses a sequence number is never taken for a retry)."""
+    msg, content = decision.message, decision.content
+    assert msg is not None and content is not None
+    said = "\x1f".join((msg.id, content.data, *content.xdata)).encode("ascii", "replace")
+    digest = hashlib.sha256(said).hexdigest()[:16]
+    account = msg.account or decision.panel
+    return f"{account}/{source(msg)}/{msg.sequence}/{index}/{digest}"
+
+
+def signals(decision: Decision, dnis: str | None, received_us: int) -> list[Signal]:
+    """The signals of an accepted frame's events; ``dnis`` is its line's (None: unmapped)."""
+    msg = decision.message
+    assert msg is not None
+    origin = source(msg)
+    return [
+        Signal(
+            origin,
+            DESTINATION,
+            SignalFields(dnis or UNMAPPED_DNIS, decision.panel, e.code, e.area, e.zone),
+            TOKEN_NAME,
+            received_us,
+            retry_key(decision, i),
+        )
+        for i, e in enumerate(decision.events)
+    ]

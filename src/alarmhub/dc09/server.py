@@ -1,0 +1,351 @@
+"""The DC-09 listeners: TCP and UDP on each ``--dc09-listen`` address, asyncio protocols on the
+node's event loop. Thin: frames are cut and judged by the pure modules; each event is submitted
+to the writer, and the ACK goes out only after the commit that holds it.
+
+TCP carries any number of frames per connection, split across reads as they come; answers go
+back in the order the frames came. A connection is closed when it sends what cannot be DC-09,
+leaves a frame unfinished for FRAME_SECONDS, or is idle for ``dc09_idle_seconds``; connections
+over ``dc09_max_connections`` are closed at once. No connection's trouble reaches another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import resource
+import socket
+import time
+from collections import deque
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from alarmhub import metrics, secret_key
+from alarmhub.clock import now_us
+from alarmhub.dc09 import frame, receiver
+from alarmhub.dc09.accounts import AccountBook
+from alarmhub.dc09.frame import RawFrame
+from alarmhub.dc09.receiver import Decision, Verdict
+from alarmhub.store.engine import StoreUnavailable
+
+if TYPE_CHECKING:
+    from alarmhub.app import Runtime
+
+log = logging.getLogger("alarmhub.dc09")
+FRAME_SECONDS = 10.0
+SWEEP_SECONDS = 1.0
+STOP_SECONDS = 30.0
+_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Verdict}
+ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
+DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
+
+
+def _shown(raw: RawFrame) -> str:
+    return raw.body[:120].decode("ascii", "backslashreplace")
+
+
+class Receiver:
+    """Every DC-09 listener of a node and what they share: the accounts and the writer."""
+
+    def __init__(self, runtime: Runtime, sockets: Sequence[Sockets]) -> None:
+        settings = runtime.settings
+        self._runtime = runtime
+        self._sockets = list(sockets)
+        self.stopping = False
+        self.max_connections = settings.dc09_max_connections
+        self._idle_seconds = float(settings.dc09_idle_seconds)
+        self._stall_seconds = min(FRAME_SECONDS, self._idle_seconds)
+        self.accounts = AccountBook(
+            runtime.engine,
+            runtime.writer,
+            secret_key.load(settings.data_dir),
+            settings.dc09_supervision_seconds,
+            settings.heartbeat_flush_seconds,
+        )
+        self.connections: set[_Connection] = set()
+        self._servers: list[asyncio.Server] = []
+        self._datagrams: list[asyncio.DatagramTransport] = []
+        self._in_flight: set[asyncio.Future[bytes | None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        _raise_open_files_limit()
+        await self._runtime.writer.run(self.accounts.recall)
+        await self.accounts.start()
+        loop = asyncio.get_running_loop()
+        for tcp, udp in self._sockets:
+            server = await loop.create_server(lambda: _Connection(self), sock=tcp, backlog=4096)
+            self._servers.append(server)
+            transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(self), sock=udp)
+            self._datagrams.append(transport)
+            host, port = tcp.getsockname()[:2]
+            log.info("dc09 listening", extra={"host": host, "port": port, "protocols": "tcp,udp"})
+        self._sweeper = asyncio.create_task(self._sweep(), name="dc09-sweep")
+
+    async def stop(self) -> None:
+        """Stop taking frames, answer those in flight (their commits finish), close."""
+        self.stopping = True
+        for server in self._servers:
+            server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight), timeout=STOP_SECONDS)
+        for transport in self._datagrams:
+            transport.close()
+        for connection in list(self.connections):
+            connection.close()
+        await self.accounts.stop()
+
+    # judging and storing ------------------------------------------------------------------
+
+    def judge(self, raw: RawFrame, peer: str) -> Decision:
+        decision = receiver.decide(raw, self.accounts.key_of, datetime.now(UTC))
+        if decision.verdict is not Verdict.ACK:
+            _ANSWERS[decision.verdict].inc()
+            level = logging.INFO if decision.verdict is Verdict.IGNORED else logging.WARNING
+            log.log(
+                level,
+                f"dc09 frame answered {decision.verdict.value}",
+                extra={"peer": peer, "reason": decision.reason, "frame": _shown(raw)},
+            )
+        elif decision.unknown_codes:
+            log.warning(
+                "dc09 SIA codes not in the table were left out",
+                extra={"peer": peer, "codes": ",".join(decision.unknown_codes)},
+            )
+        return decision
+
+    def accept(self, decision: Decision, peer: str) -> bytes | asyncio.Future[bytes | None]:
+        """The ACK of an accepted frame: at once for a link test; for events, a future that
+        resolves to it once the commit holding them is durable (to None when they could not be
+        stored: no answer, the panel sends again). Callbacks, not a task per frame."""
+        if not decision.events:
+            return self._acknowledge(decision)
+        msg = decision.message
+        assert msg is not None
+        dnis = self.accounts.dnis_of(msg.receiver_number, msg.line_number)
+        signals = receiver.signals(decision, dnis, now_us())
+        answer: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        try:
+            stored = [self._runtime.writer.enqueue(sig) for sig in signals]
+        except StoreUnavailable as exc:
+            log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
+            answer.set_result(None)
+            return answer
+        waiting = len(stored)
+
+        def committed(_: object) -> None:
+            nonlocal waiting
+            waiting -= 1
+            if waiting:
+                return
+            failed = [f for f in stored if f.cancelled() or f.exception() is not None]
+            if failed:
+                error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
+                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
+                answer.set_result(None)
+                return
+            for sig, future in zip(signals, stored, strict=True):
+                result = future.result()
+                (DEDUPLICATED if result.duplicate else ACCEPTED).inc()
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "dc09 event stored",
+                        extra={
+                            "incident_number": result.incident_number,
+                            "duplicate": result.duplicate,
+                            "dc09_account": msg.account,
+                            "code": sig.fields.code,
+                            "peer": peer,
+                        },
+                    )
+            answer.set_result(self._acknowledge(decision))
+
+        for future in stored:
+            future.add_done_callback(committed)
+        self._in_flight.add(answer)
+        answer.add_done_callback(self._in_flight.discard)
+        return answer
+
+    def _acknowledge(self, decision: Decision) -> bytes:
+        """The account reported (supervision), and the ACK."""
+        msg = decision.message
+        assert msg is not None
+        account = msg.account or decision.panel
+        if account:
+            self.accounts.reported(account, msg.receiver_number, msg.line_number)
+        _ANSWERS[Verdict.ACK].inc()
+        return decision.ack(datetime.now(UTC))
+
+    async def _sweep(self) -> None:
+        """Close connections that stalled in a frame or stayed idle too long."""
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                limit = self._stall_seconds if connection.partial else self._idle_seconds
+                if not connection.pending and now - connection.last_active > limit:
+                    log.info(
+                        "dc09 connection closed",
+                        extra={"peer": connection.peer, "reason": "stalled or idle"},
+                    )
+                    connection.close()
+
+
+class _Connection(asyncio.Protocol):
+    """One TCP connection: frames in, answers out in the order the frames came."""
+
+    def __init__(self, receiver: Receiver) -> None:
+        self._receiver = receiver
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+        self.pending: deque[asyncio.Future[bytes | None]] = deque()
+        self.peer = ""
+        self.last_active = time.monotonic()
+        self._closing = False
+
+    @property
+    def partial(self) -> bool:
+        return bool(self._buffer)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        connections = self._receiver.connections
+        if len(connections) >= self._receiver.max_connections or self._receiver.stopping:
+            log.warning("dc09 connection refused: too many", extra={"peer": self.peer})
+            transport.abort()
+            return
+        self._transport = transport
+        connections.add(self)
+        metrics.DC09_CONNECTIONS.set(len(connections))
+
+    def data_received(self, data: bytes) -> None:
+        if self._transport is None or self._receiver.stopping:
+            return
+        self.last_active = time.monotonic()
+        self._buffer += data
+        frames, junk = frame.split(self._buffer)
+        for raw in frames:
+            decision = self._receiver.judge(raw, self.peer)
+            if decision.verdict is Verdict.ACK:
+                acked = self._receiver.accept(decision, self.peer)
+                if isinstance(acked, bytes):
+                    self._queue_now(acked)
+                else:
+                    self._queue(acked)
+            elif decision.answer is not None:
+                self._queue_now(decision.answer)
+        if junk is not None:
+            log.info("dc09 connection closed", extra={"peer": self.peer, "reason": junk})
+            self._buffer.clear()
+            self.close()
+
+    def _queue_now(self, answer: bytes) -> None:
+        if not self.pending and self._transport is not None:
+            self._transport.write(answer)
+            return
+        future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        future.set_result(answer)
+        self._queue(future)
+
+    def _queue(self, future: asyncio.Future[bytes | None]) -> None:
+        self.pending.append(future)
+        future.add_done_callback(self._deliver)
+
+    def _deliver(self, _: object) -> None:
+        while self.pending and self.pending[0].done():
+            future = self.pending.popleft()
+            answer = None if future.cancelled() or future.exception() else future.result()
+            if answer is not None and self._transport is not None:
+                self._transport.write(answer)
+        if not self.pending and self._closing:
+            self._close_now()
+
+    def close(self) -> None:
+        """Close once the answers of frames already in flight are written."""
+        self._closing = True
+        if not self.pending:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._receiver.connections.discard(self)
+        metrics.DC09_CONNECTIONS.set(len(self._receiver.connections))
+
+
+class _Datagrams(asyncio.DatagramProtocol):
+    """UDP: each datagram holds a frame; the answer goes back to its sender."""
+
+    def __init__(self, receiver: Receiver) -> None:
+        self._receiver = receiver
+        self._transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        if self._receiver.stopping:
+            return
+        peer = f"{addr[0]}:{addr[1]}"
+        frames, _ = frame.split(bytearray(data))
+        for raw in frames:
+            decision = self._receiver.judge(raw, peer)
+            if decision.verdict is Verdict.ACK:
+                acked = self._receiver.accept(decision, peer)
+                if isinstance(acked, bytes):
+                    self._send_now(acked, addr)
+                else:
+                    acked.add_done_callback(functools.partial(self._send, addr=addr))
+            elif decision.answer is not None:
+                self._send_now(decision.answer, addr)
+
+    def _send(self, acked: asyncio.Future[bytes | None], addr: tuple[str | Any, int]) -> None:
+        answer = acked.result()
+        if answer is not None:
+            self._send_now(answer, addr)
+
+    def _send_now(self, answer: bytes, addr: tuple[str | Any, int]) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.sendto(answer, addr)
+
+
+Sockets = tuple[socket.socket, socket.socket]
+
+
+def bind(host: str, port: int) -> Sockets:
+    """The TCP and UDP sockets of one ``--dc09-listen`` address, bound before anything starts,
+    so that a port in use is one clear error and not a half-started node."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    tcp = socket.socket(family, socket.SOCK_STREAM)
+    udp = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp.bind((host, port))
+        udp.bind((host, port))
+    except OSError as exc:
+        tcp.close()
+        udp.close()
+        raise SystemExit(
+            f"error: cannot listen for DC-09 on {host}:{port}: {exc.strerror}"
+        ) from None
+    tcp.listen(4096)
+    tcp.setblocking(False)
+    udp.setblocking(False)
+    return tcp, udp
+
+
+def _raise_open_files_limit() -> None:
+    """Let the node hold as many connections as the system allows this process."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

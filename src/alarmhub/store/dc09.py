@@ -1,0 +1,221 @@
+"""DC-09 provisioning and state in the store: receiver lines, account keys and supervision
+intervals (CLI), and the accounts' last messages and failures (written by the node)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.fernet import Fernet
+from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.engine import Engine
+
+from alarmhub import secret_key
+from alarmhub.clock import now_us
+from alarmhub.core.signal import valid_dnis
+from alarmhub.dc09 import crypto
+from alarmhub.store import schema as s
+from alarmhub.store.engine import write_transaction
+from alarmhub.store.provisioning import ProvisioningError, bump_revision
+
+log = logging.getLogger("alarmhub.dc09")
+_NUMBER = re.compile(r"[0-9A-Fa-f]{1,6}")
+_ACCOUNT = re.compile(r"[0-9A-Za-z]{1,16}")
+SUPERVISION_OFF = 0
+
+
+def line_number(value: str, what: str) -> str:
+    """A receiver or line number as stored: hex, upper case, no leading zeros (``0`` for 0)."""
+    if not _NUMBER.fullmatch(value):
+        raise ProvisioningError(f"invalid {what} {value!r}: must be 1-6 hex digits")
+    return value.upper().lstrip("0") or "0"
+
+
+def account_number(value: str) -> str:
+    if not _ACCOUNT.fullmatch(value):
+        raise ProvisioningError(f"invalid DC-09 account {value!r}: must be 1-16 letters or digits")
+    return value.upper()
+
+
+# lines ---------------------------------------------------------------------------------------
+
+
+def add_line(engine: Engine, receiver: str, line: str, dnis: str) -> dict[str, Any]:
+    receiver, line = line_number(receiver, "receiver"), line_number(line, "line")
+    if not valid_dnis(dnis):
+        raise ProvisioningError(
+            f"invalid dnis {dnis!r}: must be 1-5 letters or digits, not all zeros"
+        )
+    t = s.dc09_line.c
+    with write_transaction(engine) as conn:
+        where = (t.receiver == receiver) & (t.line == line)
+        if conn.execute(select(t.dnis).where(where)).first():
+            raise ProvisioningError(f"receiver {receiver} line {line} is already mapped")
+        conn.execute(
+            insert(s.dc09_line).values(receiver=receiver, line=line, dnis=dnis, created_us=now_us())
+        )
+        bump_revision(conn)
+    return {"receiver": receiver, "line": line, "dnis": dnis}
+
+
+def remove_line(engine: Engine, receiver: str, line: str) -> None:
+    receiver, line = line_number(receiver, "receiver"), line_number(line, "line")
+    t = s.dc09_line.c
+    with write_transaction(engine) as conn:
+        removed = conn.execute(
+            delete(s.dc09_line).where((t.receiver == receiver) & (t.line == line))
+        ).rowcount
+        if not removed:
+            raise ProvisioningError(f"receiver {receiver} line {line} is not mapped")
+        bump_revision(conn)
+
+
+def list_lines(engine: Engine) -> list[dict[str, Any]]:
+    t = s.dc09_line.c
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(t.receiver, t.line, t.dnis).order_by(t.receiver, t.line)
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def lines(conn: Connection) -> dict[tuple[str, str], str]:
+    """Every mapped line's dnis, by (receiver, line)."""
+    t = s.dc09_line.c
+    return {(r, ln): d for r, ln, d in conn.execute(select(t.receiver, t.line, t.dnis))}
+
+
+# accounts ------------------------------------------------------------------------------------
+
+
+def _set(conn: Connection, account: str, **values: Any) -> None:
+    t = s.dc09_account
+    if not conn.execute(update(t).where(t.c.account == account).values(**values)).rowcount:
+        conn.execute(insert(t).values(account=account, created_us=now_us(), **values))
+
+
+def set_key(engine: Engine, station_key: Fernet, account: str, key_hex: str | None) -> None:
+    """Give ``account`` an AES key (hex), or take it away (None)."""
+    account = account_number(account)
+    if key_hex is not None:
+        problem = crypto.key_problem(key_hex)
+        if problem:
+            raise ProvisioningError(f"invalid key: {problem}")
+    stored = secret_key.encrypt(station_key, key_hex.upper()) if key_hex is not None else None
+    with write_transaction(engine) as conn:
+        if (
+            key_hex is None
+            and not conn.execute(
+                select(s.dc09_account.c.account).where(
+                    s.dc09_account.c.account == account, s.dc09_account.c.key_encrypted.is_not(None)
+                )
+            ).first()
+        ):
+            raise ProvisioningError(f"DC-09 account {account} has no key")
+        _set(conn, account, key_encrypted=stored)
+        bump_revision(conn)
+
+
+def set_supervision(engine: Engine, account: str, seconds: int | None) -> None:
+    """Set an account's supervision interval: seconds, 0 for off, None for the default."""
+    account = account_number(account)
+    if seconds is not None and seconds < 0:
+        raise ProvisioningError("the supervision interval must not be negative")
+    with write_transaction(engine) as conn:
+        _set(conn, account, supervision_s=seconds)
+        bump_revision(conn)
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSetup:
+    """What the station set for one DC-09 account."""
+
+    key: bytes | None
+    supervision_s: int | None
+
+
+UNUSABLE_KEY = b""  # a key that the station's secret key cannot decrypt: nothing decrypts
+
+
+def setups(conn: Connection, station_key: Fernet) -> dict[str, AccountSetup]:
+    """Every account's key (decrypted) and supervision interval. A key that cannot be decrypted
+    (not the station's secret key) is unusable: the account's messages are refused, encrypted
+    or not, and the others' go on."""
+    t = s.dc09_account.c
+    result = {}
+    for account, stored, interval in conn.execute(
+        select(t.account, t.key_encrypted, t.supervision_s)
+    ):
+        key = None
+        if stored:
+            try:
+                key = bytes.fromhex(secret_key.decrypt(station_key, stored))
+            except secret_key.SecretKeyError as exc:
+                log.error("dc09 key unusable", extra={"dc09_account": account, "error": str(exc)})
+                key = UNUSABLE_KEY
+        result[account] = AccountSetup(key, interval)
+    return result
+
+
+def list_accounts(engine: Engine) -> list[dict[str, Any]]:
+    t = s.dc09_account.c
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                t.account,
+                t.key_encrypted.is_not(None).label("keyed"),
+                t.supervision_s,
+                t.last_message_us,
+                t.receiver,
+                t.line,
+                t.failed_us,
+                t.alarm_id,
+            ).order_by(t.account)
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """An account's last message and whether it is in communication failure (node state)."""
+
+    account: str
+    last_message_us: int
+    receiver: str
+    line: str
+    failed: bool
+
+
+def persist(conn: Connection, rows: Sequence[Reported]) -> None:
+    """Write the accounts' last messages and failures (keeping the first failure time while an
+    account stays down)."""
+    t = s.dc09_account
+    now = now_us()
+    for row in rows:
+        values: dict[str, Any] = {
+            "last_message_us": row.last_message_us,
+            "receiver": row.receiver,
+            "line": row.line,
+            "failed_us": None,
+        }
+        if row.failed:
+            current = conn.execute(select(t.c.failed_us).where(t.c.account == row.account)).scalar()
+            values["failed_us"] = current or now
+        _set(conn, row.account, **values)
+
+
+def reported(conn: Connection) -> list[Reported]:
+    """Every account that has reported, as last written."""
+    t = s.dc09_account.c
+    rows = conn.execute(
+        select(t.account, t.last_message_us, t.receiver, t.line, t.failed_us).where(
+            t.last_message_us.is_not(None)
+        )
+    )
+    return [
+        Reported(account, last, receiver or "0", line or "0", failed is not None)
+        for account, last, receiver, line, failed in rows
+    ]
