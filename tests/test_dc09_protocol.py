@@ -1,6 +1,7 @@
 """The DC-09 protocol modules without I/O: framing, CRC, AES, parsing, events and answers,
-against the reference vectors of ``shared/reference/dc09_test_vectors.tsv`` and frames built by
-the independent transmitter ``my-dc09-spt``."""
+against the reference vectors of ``tests/data/dc09_test_vectors.tsv`` (frames from real
+panels and from other receivers' test suites) and frames built by the independent transmitter
+``my-dc09-spt``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from alarmhub.dc09 import answer, crypto, events, frame, message, receiver
 from alarmhub.dc09.receiver import Verdict
 from alarmhub.store.dc09 import UNUSABLE_KEY
 
-VECTORS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dc09_test_vectors.tsv"
+VECTORS = Path(__file__).resolve().parent / "data" / "dc09_test_vectors.tsv"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 KEY = bytes.fromhex("000102030405060708090A0B0C0D0E0F")
 PYSIAALARM_TEST_KEY = b"AAAAAAAAAAAAAAAA"  # pysiaalarm's tests' key, as ASCII bytes
