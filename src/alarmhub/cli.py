@@ -197,6 +197,8 @@ def serve(
             if "rx" in listener.parts:
                 click.echo(f"signaling  {url}/rx/<source>:<destination>/contact_id  (and /hb)")
             click.echo(f"health     {url}/healthz    metrics {url}/metrics")
+            if "rest" in listener.parts:
+                click.echo(f"console    {url}/console    queries {url}/rest/rest.php")
         for host, port in dc09:
             click.echo(f"SIA DC-09  {host}:{port}  (TCP and UDP)")
         if with_demo:
