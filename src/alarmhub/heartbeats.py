@@ -8,7 +8,6 @@ it into a SOURCE FAILURE alarm or its restoral.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Literal
@@ -20,25 +19,23 @@ from alarmhub.clock import now_us
 from alarmhub.core.supervision import PairState
 from alarmhub.store import schema as s
 from alarmhub.store.writer import SignalWriter
+from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.heartbeat")
 Change = Literal["failed", "restored"]
 Listener = Callable[[PairState, Change], None]
-CHECK_SECONDS = 1.0
 
 
-class HeartbeatSupervisor:
+class HeartbeatSupervisor(BatchedSupervision[tuple[str, str]]):
     """Keeps every supervised pair's last-seen time and failure state."""
 
+    kind = "heartbeat"
+
     def __init__(self, writer: SignalWriter, timeout_s: int, flush_seconds: float) -> None:
-        self._writer = writer
+        self._init_batches(writer, flush_seconds)
         self._timeout_s = timeout_s
-        self._flush_seconds = flush_seconds
         self.pairs: dict[tuple[str, str], PairState] = {}
-        self._dirty: set[tuple[str, str]] = set()
         self._listeners: list[Listener] = []
-        self._tasks: list[asyncio.Task[None]] = []
-        self._changed = False
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -58,15 +55,10 @@ class HeartbeatSupervisor:
         self._gauges()
 
     async def start(self) -> None:
-        self._tasks = [
-            asyncio.create_task(self._flush_loop(), name="heartbeat-flush"),
-            asyncio.create_task(self._check_loop(), name="heartbeat-check"),
-        ]
+        self._start_loops()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await self.flush()
+        await self._stop_loops()
 
     def beat(self, source: str, destination: str) -> None:
         key = (source, destination)
@@ -77,7 +69,7 @@ class HeartbeatSupervisor:
             log.info("pair supervised", extra={"source": source, "destination": destination})
             self._gauges()
         state.last_seen_us = now
-        self._dirty.add(key)
+        self._touched(key)
         metrics.HEARTBEATS.inc()
         if state.failed:
             state.failed = False
@@ -88,11 +80,11 @@ class HeartbeatSupervisor:
         for key, state in self.pairs.items():
             if not state.failed and state.overdue(now):
                 state.failed = True
-                self._dirty.add(key)
+                self._touched(key)
                 self._tell(state, "failed")
 
     def _tell(self, state: PairState, change: Change) -> None:
-        self._changed = True  # written at the next check, not at the next periodic flush
+        self._turned()
         level = logging.WARNING if change == "failed" else logging.INFO
         log.log(
             level,
@@ -107,31 +99,12 @@ class HeartbeatSupervisor:
         metrics.SOURCES_SUPERVISED.set(len(self.pairs))
         metrics.SOURCES_FAILED.set(sum(1 for p in self.pairs.values() if p.failed))
 
-    async def flush(self) -> None:
-        """Write the pairs that changed since the last flush, in one transaction."""
-        if not self._dirty:
-            return
-        keys, self._dirty = self._dirty, set()
-        rows = [self.pairs[k] for k in keys]
-        snapshot = [(p.source, p.destination, p.last_seen_us, p.failed) for p in rows]
-        try:
-            await self._writer.run(lambda conn: _persist(conn, snapshot))
-        except Exception as exc:
-            self._dirty |= keys
-            log.warning("heartbeat flush failed", extra={"pairs": len(keys), "error": repr(exc)})
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._flush_seconds)
-            await self.flush()
-
-    async def _check_loop(self) -> None:
-        while True:
-            await asyncio.sleep(CHECK_SECONDS)
-            self.check(now_us())
-            if self._changed:
-                self._changed = False
-                await self.flush()
+    def persisting(self, keys: set[tuple[str, str]]) -> Callable[[Connection], None]:
+        snapshot = [
+            (p.source, p.destination, p.last_seen_us, p.failed)
+            for p in (self.pairs[k] for k in keys)
+        ]
+        return lambda conn: _persist(conn, snapshot)
 
 
 def _persist(conn: Connection, rows: list[tuple[str, str, int, bool]]) -> None:

@@ -9,8 +9,8 @@ every account gets a full interval before it can fail.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet
@@ -22,9 +22,9 @@ from alarmhub.clock import now_us
 from alarmhub.store import dc09
 from alarmhub.store.following import FollowsProvisioning
 from alarmhub.store.writer import SignalWriter
+from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.dc09")
-CHECK_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -38,10 +38,11 @@ class Link:
     failed: bool = False
 
 
-class AccountBook(FollowsProvisioning):
+class AccountBook(FollowsProvisioning, BatchedSupervision[str]):
     """Keys, line mappings and the supervision state of every DC-09 account."""
 
     name = "dc09-accounts"
+    kind = "dc09"
 
     def __init__(
         self,
@@ -52,16 +53,12 @@ class AccountBook(FollowsProvisioning):
         flush_seconds: float,
     ) -> None:
         super().__init__(engine)
-        self._writer = writer
+        self._init_batches(writer, flush_seconds)
         self._station_key = station_key
         self._default_s = default_interval_s
-        self._flush_seconds = flush_seconds
         self._lines: dict[tuple[str, str], str] = {}
         self._setups: dict[str, dc09.AccountSetup] = {}
         self.links: dict[str, Link] = {}
-        self._dirty: set[str] = set()
-        self._changed = False
-        self._loops: list[asyncio.Task[None]] = []
 
     # provisioning -------------------------------------------------------------------------
 
@@ -96,16 +93,11 @@ class AccountBook(FollowsProvisioning):
 
     async def start(self) -> None:
         await super().start()
-        self._loops = [
-            asyncio.create_task(self._flush_loop(), name="dc09-flush"),
-            asyncio.create_task(self._check_loop(), name="dc09-check"),
-        ]
+        self._start_loops()
 
     async def stop(self) -> None:
         await super().stop()
-        for task in self._loops:
-            task.cancel()
-        await self.flush()
+        await self._stop_loops()
 
     def reported(self, account: str, receiver: str, line: str) -> None:
         """An ACKed message from ``account``: it is alive (and supervised from now on)."""
@@ -116,7 +108,7 @@ class AccountBook(FollowsProvisioning):
             log.info("dc09 account supervised", extra={"dc09_account": account})
             self._gauges()
         link.last_message_us, link.receiver, link.line = now, receiver, line
-        self._dirty.add(account)
+        self._touched(account)
         if link.failed:
             link.failed = False
             self._tell(link, "restored")
@@ -129,11 +121,11 @@ class AccountBook(FollowsProvisioning):
             overdue = interval > 0 and now - link.last_message_us > interval * 1_000_000
             if overdue != link.failed and (overdue or interval == 0):
                 link.failed = overdue
-                self._dirty.add(account)
+                self._touched(account)
                 self._tell(link, "failed" if overdue else "restored")
 
     def _tell(self, link: Link, change: str) -> None:
-        self._changed = True  # written at the next check, not at the next periodic flush
+        self._turned()
         level = logging.WARNING if change == "failed" else logging.INFO
         log.log(level, f"dc09 account {change}", extra={"dc09_account": link.account})
         self._gauges()
@@ -142,30 +134,9 @@ class AccountBook(FollowsProvisioning):
         metrics.DC09_ACCOUNTS_SUPERVISED.set(len(self.links))
         metrics.DC09_ACCOUNTS_FAILED.set(sum(1 for x in self.links.values() if x.failed))
 
-    async def flush(self) -> None:
-        """Write the accounts that changed since the last flush, in one transaction."""
-        if not self._dirty:
-            return
-        accounts, self._dirty = self._dirty, set()
+    def persisting(self, keys: set[str]) -> Callable[[Connection], None]:
         rows = [
             dc09.Reported(x.account, x.last_message_us, x.receiver, x.line, x.failed)
-            for x in (self.links[a] for a in accounts)
+            for x in (self.links[a] for a in keys)
         ]
-        try:
-            await self._writer.run(lambda conn: dc09.persist(conn, rows))
-        except Exception as exc:
-            self._dirty |= accounts
-            log.warning("dc09 flush failed", extra={"accounts": len(rows), "error": repr(exc)})
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._flush_seconds)
-            await self.flush()
-
-    async def _check_loop(self) -> None:
-        while True:
-            await asyncio.sleep(CHECK_SECONDS)
-            self.check(now_us())
-            if self._changed:
-                self._changed = False
-                await self.flush()
+        return lambda conn: dc09.persist(conn, rows)
