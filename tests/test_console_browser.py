@@ -36,6 +36,7 @@ CHROMIUM_ARGS = [
 ]
 SHOTS = ROOT / "artifacts" / "console"
 WAIT_MS = 10_000  # generous deadlines for what the live feed brings; never a timing assertion
+expect.set_options(timeout=WAIT_MS)  # page.set_default_timeout does not reach expect()
 
 
 def launch(playwright: Playwright) -> Browser:

@@ -454,7 +454,9 @@
       state.detail = detail;
       renderDetail();
     } catch (err) {
-      if (state.openId === id) showError(err.message);
+      if (state.openId !== id) return;
+      showError(err.message);
+      refreshDetailSoon(); // try again: no later snapshot may come to trigger it
     }
   }
 
