@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -19,7 +20,7 @@ K = TypeVar("K", bound=Hashable)
 CHECK_SECONDS = 1.0
 
 
-class BatchedSupervision(Generic[K]):
+class BatchedSupervision(ABC, Generic[K]):
     """The batching and the two loops; subclasses keep the entries, say how changed ones are
     written (:meth:`persisting`) and which are overdue (:meth:`check`)."""
 
@@ -33,12 +34,13 @@ class BatchedSupervision(Generic[K]):
         self._changed = False
         self._loops: list[asyncio.Task[None]] = []
 
+    @abstractmethod
     def persisting(self, keys: set[K]) -> Callable[[Connection], None]:
         """The write of the entries ``keys`` as they are now (taken before it runs)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, now: int) -> None:
-        raise NotImplementedError
+        """Mark the entries overdue at ``now`` failed (and those back, restored)."""
 
     def _touched(self, key: K) -> None:
         """An entry changed: written at the next periodic flush."""

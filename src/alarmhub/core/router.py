@@ -22,6 +22,7 @@ from alarmhub.core.alarm_types import (
 )
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.runaway import RunawayMonitor, Verdict
+from alarmhub.core.signal import Signal
 
 TEST_REPORT = "602"
 HIST_TEXT_MAX = 80
@@ -53,6 +54,15 @@ class StoredSignal:
     area: str
     zone: str
     received_us: int
+
+    @classmethod
+    def of(cls, incident_number: int, signal: Signal) -> StoredSignal:
+        """``signal`` as stored under ``incident_number``."""
+        f = signal.fields
+        return cls(
+            incident_number, signal.source, signal.destination, f.dnis, f.panel, f.code,
+            f.area, f.zone, signal.received_us,
+        )  # fmt: skip
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass is built field by field, 30 % slower

@@ -205,17 +205,7 @@ class WriterLoop:
         apart, after any older unrouted ones, with retries."""
         fresh = sorted(
             (
-                StoredSignal(
-                    x.incident_number,
-                    sig.source,
-                    sig.destination,
-                    sig.fields.dnis,
-                    sig.fields.panel,
-                    sig.fields.code,
-                    sig.fields.area,
-                    sig.fields.zone,
-                    sig.received_us,
-                )
+                StoredSignal.of(x.incident_number, sig)
                 for sig, x in zip(batch, stored, strict=True)
                 if not x.duplicate
             ),
