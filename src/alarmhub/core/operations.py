@@ -13,11 +13,9 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-OPERATOR_CODE_MAX = 3
 NOTE_MAX = 2000
 HOLD_MINUTES_MAX = 24 * 60
 REASON_MAX = 200
-RESOLUTION_CODE_MAX = 8
 RESOLUTION_TEXT_MAX = 60
 PASSWORD_MIN = 8
 LOCKOUT_FAILURES = 5
@@ -289,16 +287,6 @@ def handling_times(
             times["OPR_FIRST_CALL"] = duration(first_call_us - taken_us)
         times["OPR_HANDLING"] = duration(now_us - taken_us)
     return times
-
-
-def is_idle(operator: Operator, alarms_in_process: int) -> bool:
-    """An operator who should be handed the next pending alarm."""
-    return (
-        not operator.disabled
-        and operator.signed_on
-        and operator.receiving
-        and alarms_in_process == 0
-    )
 
 
 def locked_out(failures: int) -> bool:
