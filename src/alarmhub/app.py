@@ -22,6 +22,7 @@ from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
+from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
@@ -44,8 +45,12 @@ class Runtime:
             secret_key.load(settings.data_dir),
             NonceBook(self.writer, shared=self.engine.dialect.name != "sqlite"),
         )
+        self.leadership = Leadership(self.engine)
         self.heartbeats = HeartbeatSupervisor(
-            self.writer, settings.heartbeat_timeout, settings.heartbeat_flush_seconds
+            self.writer,
+            self.leadership,
+            settings.heartbeat_timeout,
+            settings.heartbeat_flush_seconds,
         )
         self.console = console.LiveFeed(self.engine)
         self._tasks: list[asyncio.Task[None]] = []
@@ -55,6 +60,7 @@ class Runtime:
         await self.writer.start()
         await self.grants.start()
         await self.query_auth.start()
+        await self.leadership.start()
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         await self.console.start()
@@ -79,6 +85,7 @@ class Runtime:
         await self.grants.stop()
         await self.query_auth.stop()
         await self.heartbeats.stop()
+        await self.leadership.stop()
         await self.writer.stop()
         self.engine.dispose()
         log.info("node stopped")

@@ -9,15 +9,16 @@ it into a SOURCE FAILURE alarm or its restoral.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, case, insert, select, update
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core.supervision import PairState
 from alarmhub.store import schema as s
+from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 from alarmhub.supervised import BatchedSupervision
 
@@ -26,13 +27,19 @@ Change = Literal["failed", "restored"]
 Listener = Callable[[PairState, Change], None]
 
 
-class HeartbeatSupervisor(BatchedSupervision[tuple[str, str]]):
+class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
     """Keeps every supervised pair's last-seen time and failure state."""
 
     kind = "heartbeat"
 
-    def __init__(self, writer: SignalWriter, timeout_s: int, flush_seconds: float) -> None:
-        self._init_batches(writer, flush_seconds)
+    def __init__(
+        self,
+        writer: SignalWriter,
+        leadership: Leadership,
+        timeout_s: int,
+        flush_seconds: float,
+    ) -> None:
+        self._init_batches(writer, leadership, flush_seconds)
         self._timeout_s = timeout_s
         self.pairs: dict[tuple[str, str], PairState] = {}
         self._listeners: list[Listener] = []
@@ -43,15 +50,36 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str]]):
     def load(self, conn: Connection) -> None:
         """Supervise every pair that ever beat. A pair gets a full timeout from start-up."""
         started = now_us()
-        for row in conn.execute(select(s.heartbeat)).mappings():
-            key = (row["source"], row["destination"])
-            self.pairs[key] = PairState(
-                source=key[0],
-                destination=key[1],
-                last_seen_us=max(row["last_seen_us"], started),
-                timeout_s=row["timeout_s"] or self._timeout_s,
-                failed=row["failed_us"] is not None,
-            )
+        for row in self.stored(conn):
+            key = (row.source, row.destination)
+            self.pairs[key] = self._state(row, max(row.last_seen_us, started))
+        self._gauges()
+
+    def _state(self, row: Any, last_seen_us: int) -> PairState:
+        return PairState(
+            source=row.source,
+            destination=row.destination,
+            last_seen_us=last_seen_us,
+            timeout_s=row.timeout_s or self._timeout_s,
+            failed=row.failed_us is not None,
+        )
+
+    def stored(self, conn: Connection) -> Sequence[Any]:
+        t = s.heartbeat.c
+        return conn.execute(
+            select(t.source, t.destination, t.last_seen_us, t.timeout_s, t.failed_us)
+        ).all()
+
+    def merge(self, rows: Sequence[Any]) -> None:
+        for row in rows:
+            key = (row.source, row.destination)
+            state = self.pairs.get(key)
+            if state is None:
+                self.pairs[key] = self._state(row, row.last_seen_us)
+                continue
+            state.last_seen_us = max(state.last_seen_us, row.last_seen_us)
+            if not self.changed_here(key):
+                state.failed = row.failed_us is not None
         self._gauges()
 
     async def start(self) -> None:
@@ -111,11 +139,17 @@ def _persist(conn: Connection, rows: list[tuple[str, str, int, bool]]) -> None:
     t = s.heartbeat
     now = now_us()
     for source, destination, last_seen, failed in rows:
-        values = {"last_seen_us": last_seen, "failed_us": now if failed else None}
+        values: dict[str, Any] = {"failed_us": now if failed else None}
         where = (t.c.source == source) & (t.c.destination == destination)
         if failed:
             # keep the first failure time when the pair is still down
             current = conn.execute(select(t.c.failed_us).where(where)).scalar()
             values["failed_us"] = current or now
-        if not conn.execute(update(t).where(where).values(values)).rowcount:
-            conn.execute(insert(t).values(source=source, destination=destination, **values))
+        # another node may have written a newer heartbeat of the pair
+        newest = case((t.c.last_seen_us > last_seen, t.c.last_seen_us), else_=last_seen)
+        if not conn.execute(update(t).where(where).values(last_seen_us=newest, **values)).rowcount:
+            conn.execute(
+                insert(t).values(
+                    source=source, destination=destination, last_seen_us=last_seen, **values
+                )
+            )

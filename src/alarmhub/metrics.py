@@ -46,3 +46,7 @@ DC09_ACCOUNTS_SUPERVISED = Gauge(
 DC09_ACCOUNTS_FAILED = Gauge(
     "alarmhub_dc09_accounts_failed", "DC-09 accounts now in communication failure"
 )
+SUPERVISION_LEADER = Gauge(
+    "alarmhub_supervision_leader",
+    "1 when this node runs the heartbeat and DC-09 supervision checks (the leader), else 0",
+)

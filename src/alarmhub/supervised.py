@@ -1,34 +1,45 @@
 """Supervision state kept in memory on a node and written in batches: heartbeat pairs and DC-09
 accounts. A report costs a dictionary write; changed entries go through the writer in one
 transaction every few seconds; a check loop marks overdue entries failed (or back) and has
-that written within a second, for the writer process to raise or restore the alarm."""
+that written within a second, for the writer process to raise or restore the alarm.
+
+Only the supervision leader (:mod:`alarmhub.store.leadership`) marks entries failed. On a
+database shared by several nodes every node also reads, each second, what the others wrote:
+their newer last-seen times and the entries they added, so that whichever node leads judges by
+every node's reports, and a node that takes over from a dead leader knows the state."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 
 from alarmhub.clock import now_us
+from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 CHECK_SECONDS = 1.0
 
 
-class BatchedSupervision(ABC, Generic[K]):
+class BatchedSupervision(ABC, Generic[K, R]):
     """The batching and the two loops; subclasses keep the entries, say how changed ones are
-    written (:meth:`persisting`) and which are overdue (:meth:`check`)."""
+    written (:meth:`persisting`), which are overdue (:meth:`check`), and how the stored rows
+    (``R``) of a shared database are read and taken in (:meth:`stored`, :meth:`merge`)."""
 
     kind = "supervision"  # names the loops and the log lines
     _log = logging.getLogger("alarmhub.supervision")
 
-    def _init_batches(self, writer: SignalWriter, flush_seconds: float) -> None:
+    def _init_batches(
+        self, writer: SignalWriter, leadership: Leadership, flush_seconds: float
+    ) -> None:
         self._writer = writer
+        self._leadership = leadership
         self._flush_seconds = flush_seconds
         self._dirty: set[K] = set()
         self._changed = False
@@ -41,6 +52,19 @@ class BatchedSupervision(ABC, Generic[K]):
     @abstractmethod
     def check(self, now: int) -> None:
         """Mark the entries overdue at ``now`` failed (and those back, restored)."""
+
+    @abstractmethod
+    def stored(self, conn: Connection) -> Sequence[R]:
+        """Every entry as the database has it (a shared database: as any node wrote it)."""
+
+    @abstractmethod
+    def merge(self, rows: Sequence[R]) -> None:
+        """Take in what other nodes wrote: entries unknown here, newer last-seen times, and
+        the failure state of every entry not changed here since the last flush."""
+
+    def changed_here(self, key: K) -> bool:
+        """Whether ``key`` changed on this node since the last flush (then it is not merged)."""
+        return key in self._dirty
 
     def _touched(self, key: K) -> None:
         """An entry changed: written at the next periodic flush."""
@@ -75,6 +99,10 @@ class BatchedSupervision(ABC, Generic[K]):
             task.cancel()
         await self.flush()
 
+    def _read_stored(self) -> Sequence[R]:
+        with self._writer.engine.connect() as conn:
+            return self.stored(conn)
+
     async def _flush_loop(self) -> None:
         while True:
             await asyncio.sleep(self._flush_seconds)
@@ -83,7 +111,14 @@ class BatchedSupervision(ABC, Generic[K]):
     async def _check_loop(self) -> None:
         while True:
             await asyncio.sleep(CHECK_SECONDS)
-            self.check(now_us())
+            if self._leadership.shared:
+                try:
+                    self.merge(await asyncio.to_thread(self._read_stored))
+                except Exception as exc:
+                    self._log.warning(f"{self.kind} read failed", extra={"error": repr(exc)})
+                    continue
+            if self._leadership.held:
+                self.check(now_us())
             if self._changed:
                 self._changed = False
                 await self.flush()

@@ -10,7 +10,7 @@ every account gets a full interval before it can fail.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet
@@ -21,6 +21,7 @@ from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.store import dc09
 from alarmhub.store.following import FollowsProvisioning
+from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 from alarmhub.supervised import BatchedSupervision
 
@@ -38,7 +39,7 @@ class Link:
     failed: bool = False
 
 
-class AccountBook(FollowsProvisioning, BatchedSupervision[str]):
+class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
     """Keys, line mappings and the supervision state of every DC-09 account."""
 
     name = "dc09-accounts"
@@ -48,12 +49,13 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str]):
         self,
         engine: Engine,
         writer: SignalWriter,
+        leadership: Leadership,
         station_key: Fernet,
         default_interval_s: int,
         flush_seconds: float,
     ) -> None:
         super().__init__(engine)
-        self._init_batches(writer, flush_seconds)
+        self._init_batches(writer, leadership, flush_seconds)
         self._station_key = station_key
         self._default_s = default_interval_s
         self._lines: dict[tuple[str, str], str] = {}
@@ -85,10 +87,30 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str]):
     def recall(self, conn: Connection) -> None:
         """Supervise every account that ever reported; each gets a full interval from now."""
         started = now_us()
-        for row in dc09.reported(conn):
+        for row in self.stored(conn):
             self.links[row.account] = Link(
                 row.account, max(row.last_message_us, started), row.receiver, row.line, row.failed
             )
+        self._gauges()
+
+    def stored(self, conn: Connection) -> Sequence[dc09.Reported]:
+        return dc09.reported(conn)
+
+    def merge(self, rows: Sequence[dc09.Reported]) -> None:
+        for row in rows:
+            link = self.links.get(row.account)
+            if link is None:
+                self.links[row.account] = Link(
+                    row.account, row.last_message_us, row.receiver, row.line, row.failed
+                )
+            elif row.last_message_us > link.last_message_us:
+                link.last_message_us, link.receiver, link.line = (
+                    row.last_message_us,
+                    row.receiver,
+                    row.line,
+                )
+            if link is not None and not self.changed_here(row.account):
+                link.failed = row.failed
         self._gauges()
 
     async def start(self) -> None:

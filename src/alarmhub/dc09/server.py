@@ -60,6 +60,7 @@ class Receiver:
         self.accounts = AccountBook(
             runtime.engine,
             runtime.writer,
+            runtime.leadership,
             secret_key.load(settings.data_dir),
             settings.dc09_supervision_seconds,
             settings.heartbeat_flush_seconds,

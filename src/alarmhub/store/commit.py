@@ -141,6 +141,19 @@ _ADVANCE = (
     .values(value=s.sequence.c.value + bindparam("count"))
 )
 _LAST_INCIDENT = select(s.sequence.c.value).where(s.sequence.c.name == INCIDENT)
+_LOCK_INCIDENTS = _LAST_INCIDENT.with_for_update()
+
+
+def lock_incidents(conn: Connection) -> int:
+    """Take the incident counter's row lock for the rest of the caller's write transaction; the
+    last incident number given out.
+
+    Every transaction that numbers incidents takes this lock first (advancing the counter takes
+    it too), so on a database shared by several nodes their stores, routings and supervision
+    checks run one after the other, each seeing what the one before committed. That is what
+    keeps routing in incident-number order, and each signal routed once, across nodes. On
+    SQLite the write transaction already holds the database lock and this is a plain read."""
+    return int(conn.execute(_LOCK_INCIDENTS).scalar_one())
 
 
 def allocate_incidents(conn: Connection, count: int) -> int:
@@ -203,6 +216,7 @@ def commit_signals(
     ``windows_us`` gives the token names whose keys have a window of their own (the DC-09
     receiver's retry window)."""
     windows = windows_us or {}
+    lock_incidents(conn)  # another node's commit cannot remember the same key meanwhile
     outcome: list[Stored | None] = [None] * len(batch)
     fresh: list[int] = []
     keyed: dict[tuple[str, str], list[int]] = {}

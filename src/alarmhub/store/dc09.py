@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, case, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
@@ -195,16 +195,22 @@ def persist(conn: Connection, rows: Sequence[Reported]) -> None:
     t = s.dc09_account
     now = now_us()
     for row in rows:
-        values: dict[str, Any] = {
-            "last_message_us": row.last_message_us,
-            "receiver": row.receiver,
-            "line": row.line,
-            "failed_us": None,
-        }
+        values: dict[str, Any] = {"receiver": row.receiver, "line": row.line, "failed_us": None}
         if row.failed:
             current = conn.execute(select(t.c.failed_us).where(t.c.account == row.account)).scalar()
             values["failed_us"] = current or now
-        _set(conn, row.account, **values)
+        # another node may have written a newer message of the account
+        last = row.last_message_us
+        newest = case((t.c.last_message_us > last, t.c.last_message_us), else_=last)
+        where = t.c.account == row.account
+        if not conn.execute(
+            update(t).where(where).values(last_message_us=newest, **values)
+        ).rowcount:
+            conn.execute(
+                insert(t).values(
+                    account=row.account, created_us=now, last_message_us=last, **values
+                )
+            )
 
 
 def reported(conn: Connection) -> list[Reported]:

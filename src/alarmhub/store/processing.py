@@ -3,6 +3,11 @@ committed signals in order, and the supervision checks (fail to test, heartbeat 
 
 Each routing transaction marks the signals it routed, so a signal is routed exactly once even
 when the process dies between storing and routing it: the next start routes what is unrouted.
+
+On a database shared by several nodes (PostgreSQL) every routing and supervision transaction
+first takes the incident counter's row lock (:func:`~alarmhub.store.commit.lock_incidents`):
+the nodes route one after the other, in incident-number order, whichever node stored a signal,
+and each node's runaway windows catch up on the signals the others routed before it routes.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from alarmhub.core.supervision import test_overdue
 from alarmhub.dc09.receiver import DESTINATION as DC09_DESTINATION
 from alarmhub.store import dc09, operations, provisioning, queries
 from alarmhub.store import schema as s
-from alarmhub.store.commit import RowInsert, allocate_incidents
+from alarmhub.store.commit import RowInsert, allocate_incidents, lock_incidents
 
 log = logging.getLogger("alarmhub.router")
 ROUTE_BATCH = 500
@@ -253,6 +258,18 @@ _UNROUTED = (
     .order_by(_sig.incident_number)
     .limit(bindparam("limit"))
 )
+_OLDER_UNROUTED = (
+    select(_sig.incident_number)
+    .where(_sig.routed_us.is_(None), _sig.incident_number < bindparam("first"))
+    .limit(1)
+)
+_h = s.history.c
+_ROUTED_SIGNALS = select(_h.account_number, _h.dnis, _h.panel, _h.received_us).where(
+    _h.pr_checksum.in_(SIGNAL_PATHS)
+)
+_ROUTED_ELSEWHERE = _ROUTED_SIGNALS.where(
+    _h.incident_number > bindparam("after"), _h.incident_number < bindparam("before")
+).order_by(_h.incident_number, _h.event_id)
 _MARK_ROUTED = (
     update(s.signal)
     .where(
@@ -265,29 +282,49 @@ _MARK_ROUTED = (
 
 
 class Processor:
-    """Routes committed signals and runs the supervision checks; one per database writer."""
+    """Routes committed signals and runs the supervision checks; one per database writer.
+
+    ``shared``: other nodes route into the same database (PostgreSQL), so the runaway windows
+    also count the signals they routed, and routing never overtakes a signal they left
+    unrouted."""
 
     def __init__(
-        self, engine: Engine, runaway_limit: int, runaway_minutes: int, test_grace_s: int
+        self,
+        engine: Engine,
+        runaway_limit: int,
+        runaway_minutes: int,
+        test_grace_s: int,
     ) -> None:
         self._engine = engine
+        self.shared = engine.dialect.name != "sqlite"
         self.router = Router(RunawayMonitor(runaway_limit, runaway_minutes))
         self.station = Station()
         self._inserts = Inserts(engine)
         self._test_grace_s = test_grace_s
         self._last_sweep_us = 0
+        self._counted_up_to = 0  # the runaway windows hold every signal routed up to here
 
     def recall(self, conn: Connection, now_us: int) -> None:
         """Rebuild the runaway windows from the history of the last minutes (after a start)."""
+        self._counted_up_to = lock_incidents(conn)
         window_us = self.router.runaway.minutes * 60 * 1_000_000
-        h = s.history.c
         rows = conn.execute(
-            select(h.account_number, h.dnis, h.panel, h.received_us)
-            .where(h.received_us >= now_us - window_us, h.pr_checksum.in_(SIGNAL_PATHS))
-            .order_by(h.received_us, h.event_id)
+            _ROUTED_SIGNALS.where(_h.received_us >= now_us - window_us).order_by(
+                _h.received_us, _h.event_id
+            )
         )
+        self._observe(rows)
+
+    def _observe(self, rows: Any) -> None:
+        observe = self.router.runaway.observe
         for account, dnis, panel, received in rows:
-            self.router.runaway.observe(runaway_key(account, dnis, panel), received)
+            observe(runaway_key(account, dnis, panel), received)
+
+    def may_route(self, conn: Connection, first: int) -> bool:
+        """Whether signals from incident number ``first`` on may be routed now (in the
+        caller's transaction, after its counter lock): no older signal waits unrouted. Only a
+        shared database asks; on one node the writer knows its own backlog."""
+        return not self.shared or conn.execute(_OLDER_UNROUTED, {"first": first}).first() is None
 
     def recover(self, conn: Connection, now_us: int) -> None:
         """Forget the runaway windows and rebuild them from history: after a routing
@@ -302,6 +339,7 @@ class Processor:
 
         The runaway windows count the signals routed here even when the caller's transaction
         does not commit; the caller then calls :meth:`recover` before routing again."""
+        lock_incidents(conn)
         rows = conn.execute(_UNROUTED, {"limit": limit}).all()
         if rows:
             self.route_signals(conn, [StoredSignal(*row) for row in rows], now_us)
@@ -311,6 +349,14 @@ class Processor:
         """Route ``signals`` (stored in incident-number order, in this transaction or before
         it, none routed yet, none older left unrouted) and mark them routed."""
         self.station.refresh(conn)
+        if self.shared:  # count what the other nodes routed since this one last routed
+            self._observe(
+                conn.execute(
+                    _ROUTED_ELSEWHERE,
+                    {"after": self._counted_up_to, "before": signals[0].incident_number},
+                )
+            )
+        self._counted_up_to = signals[-1].incident_number
         repo = SqlRepository(conn, self.station, self._inserts)
         self._preload(repo, signals)
         for signal in signals:
@@ -345,6 +391,7 @@ class Processor:
         """Raise FAIL TO TEST, SOURCE FAILURE and COMMUNICATION FAILURE (DC-09) alarms and their
         restorals, return held alarms
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
+        lock_incidents(conn)
         self.station.refresh(conn)
         repo = SqlRepository(conn, self.station, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)

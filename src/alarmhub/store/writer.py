@@ -219,6 +219,11 @@ class SignalWriter:
     def _transaction(self, work: Callable[[Connection], T]) -> T:
         return operations.run(self._engine, work)
 
+    @property
+    def engine(self) -> Engine:
+        """The node's database (for reads beside the writer)."""
+        return self._engine
+
     def child_pid(self) -> int | None:
         return self._process.pid if self._process else None
 

@@ -213,6 +213,9 @@ class WriterLoop:
         )
         if not fresh:
             return
+        if not self._processor.may_route(conn, fresh[0].incident_number):
+            self._backlog = self._route_due = True  # another node left older ones unrouted
+            return
         savepoint = conn.begin_nested()
         try:
             self._processor.route_signals(conn, fresh, now_us())
@@ -239,8 +242,10 @@ class WriterLoop:
 
     def _supervise(self) -> None:
         self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
-        if self._routing_failed:
-            self._route_due = True  # retry once a second, also when no new signal arrives
+        if self._routing_failed or self._processor.shared:
+            # retry once a second, also when no new signal arrives; on a shared database also
+            # route what a node that died left unrouted
+            self._route_due = True
         try:
             with write_transaction(self._derived) as conn:
                 self._processor.supervise(conn, now_us())
