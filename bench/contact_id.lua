@@ -3,6 +3,7 @@
 local counter = 0
 local thread_id = 0
 local token = os.getenv("ALARMHUB_TOKEN") or ""
+local prefix = os.getenv("ALARMHUB_PANEL_PREFIX") or "P"  -- one per load generator
 
 function setup(thread)
   thread:set("thread_id", thread_id)
@@ -17,7 +18,7 @@ end
 
 function request()
   counter = counter + 1
-  local panel = string.format("P%d%07d", thread_id, counter % 10000000)
+  local panel = string.format("%s%d%07d", prefix, thread_id, counter % 10000000)
   local zone = string.format("%03d", counter % 1000)
   local body = '{"dnis":"1234","panel":"' .. panel .. '","code":"E130","area":"01","zone_or_user":"' .. zone .. '"}'
   return wrk.format(nil, wrk.path, nil, body)

@@ -53,12 +53,23 @@ def alarmhub(data_dir: Path, *args: str) -> str:
     return out.stdout
 
 
+def wrk_command(binary: str, url: str, connections: int, duration: int) -> list[str]:
+    return [
+        binary, "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
+        "-s", str(HERE / "contact_id.lua"), url,
+    ]  # fmt: skip
+
+
 def wrk(binary: str, url: str, connections: int, duration: int, token: str) -> dict[str, float]:
     out = subprocess.run(
-        [binary, "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
-         "-s", str(HERE / "contact_id.lua"), url],
+        wrk_command(binary, url, connections, duration),
         check=True, capture_output=True, text=True, env={**os.environ, "ALARMHUB_TOKEN": token},
     ).stdout  # fmt: skip
+    return wrk_summary(out)
+
+
+def wrk_summary(out: str) -> dict[str, float]:
+    """The figures of the JSON line that contact_id.lua prints."""
     line = next(x for x in out.splitlines() if x.startswith("JSON "))
     data = json.loads(line[5:])
     seconds = data["duration_us"] / 1e6
