@@ -7,10 +7,12 @@ from importlib import resources
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, create_engine, inspect
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
 
 from alarmhub.store import sqlite
+
+MIGRATION_LOCK = 0x616C61726D6D6967  # the advisory lock key of schema upgrades
 
 
 class StoreUnavailable(RuntimeError):
@@ -58,6 +60,8 @@ def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (a no-op when it is there already)."""
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with write_transaction(engine) as connection:
+        if engine.dialect.name == "postgresql":  # nodes starting together migrate one by one
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
 
