@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= var
 LISTEN ?= 127.0.0.1:8080
+# the PostgreSQL server of the second run of the suite (each test gets a database of its own)
+ALARMHUB_TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test lint unit bench clean
+.PHONY: run test test-sqlite test-postgres lint unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +31,20 @@ lint: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/pytest -q -m "not slow"
 
-test: lint $(VENV)/.installed-test
-	$(BIN)/pytest -q
+test: lint test-sqlite test-postgres
+
+test-sqlite: $(VENV)/.installed-test
+	@echo "== the suite on SQLite"
+	env -u ALARMHUB_TEST_DATABASE_URL $(BIN)/pytest -q
+
+test-postgres: $(VENV)/.installed-test
+	@if $(BIN)/python -m tests.postgres_reachable "$(ALARMHUB_TEST_DATABASE_URL)"; then \
+	  echo "== the suite on PostgreSQL ($(ALARMHUB_TEST_DATABASE_URL))"; \
+	  ALARMHUB_TEST_DATABASE_URL="$(ALARMHUB_TEST_DATABASE_URL)" $(BIN)/pytest -q; \
+	else \
+	  echo "== SKIPPED: the suite on PostgreSQL did not run (no server at $(ALARMHUB_TEST_DATABASE_URL));"; \
+	  echo "   set ALARMHUB_TEST_DATABASE_URL to a PostgreSQL server to run it"; \
+	fi
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

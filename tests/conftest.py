@@ -1,4 +1,11 @@
-"""Shared fixtures: real server processes on free ports, the CLI as a subprocess."""
+"""Shared fixtures: real server processes on free ports, the CLI as a subprocess, and the
+database of each test's data directory.
+
+The suite runs on SQLite (a file in each data directory) unless ``ALARMHUB_TEST_DATABASE_URL``
+names a PostgreSQL server (``postgresql://user@host:port/database``): then every data directory
+gets a new database of its own on that server, named in the directory's ``alarmhub.toml`` so
+that every command and node started on it uses it, and dropped at the end of the run.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +16,83 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from alarmhub.store.engine import open_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 T = TypeVar("T")
+TEST_DATABASE_URL = os.environ.get("ALARMHUB_TEST_DATABASE_URL", "")
+ON_POSTGRES = TEST_DATABASE_URL.startswith("postgres")
+
+
+def sqlite_only(why: str) -> pytest.MarkDecorator:
+    """Skip in the PostgreSQL suite, saying why the check does not apply there."""
+    return pytest.mark.skipif(ON_POSTGRES, reason=f"SQLite only: {why}")
+
+
+_databases: dict[tuple[Path, str], str] = {}
+_databases_lock = threading.Lock()
+
+
+def _server_engine() -> Engine:
+    return open_engine(TEST_DATABASE_URL).execution_options(isolation_level="AUTOCOMMIT")
+
+
+def new_database() -> str:
+    """A new, empty database on the PostgreSQL test server; its URL."""
+    name = f"ahtest_{uuid.uuid4().hex[:12]}"
+    engine = _server_engine()
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return f"{TEST_DATABASE_URL.rsplit('/', 1)[0]}/{name}"
+
+
+def drop_database(url: str) -> None:
+    engine = _server_engine()
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
+
+
+def database_url(data_dir: Path, name: str = "alarmhub") -> str:
+    """The database of a test data directory: the SQLite file ``NAME.db`` in it, or in the
+    PostgreSQL suite a new database made on first use (the directory's own database, ``name``
+    ``alarmhub``, is written into its ``alarmhub.toml``)."""
+    if not ON_POSTGRES:
+        return f"sqlite:///{data_dir / (name + '.db')}"
+    key = (data_dir.resolve(), name)
+    with _databases_lock:
+        if key not in _databases:
+            _databases[key] = new_database()
+            if name == "alarmhub":
+                data_dir.mkdir(parents=True, exist_ok=True)
+                (data_dir / "alarmhub.toml").write_text(f'database_url = "{_databases[key]}"\n')
+        return _databases[key]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_databases() -> Iterator[None]:
+    yield
+    for url in _databases.values():
+        drop_database(url)
 
 
 def free_port() -> int:
@@ -37,6 +109,8 @@ def cli(
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``alarmhub ARGS...`` against ``data_dir`` as a user would."""
+    if "ALARMHUB_DATABASE_URL" not in (env or {}):
+        database_url(data_dir)
     full_env = {**os.environ, "ALARMHUB_DATA_DIR": str(data_dir), **(env or {})}
     result = subprocess.run(
         [sys.executable, "-m", "alarmhub", *args],
@@ -75,6 +149,8 @@ class Server:
     def start(self, timeout: float = 30.0) -> Server:
         self.log_path = self.data_dir / f"server-{self.port}.log"
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if "ALARMHUB_DATABASE_URL" not in self.env:
+            database_url(self.data_dir)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [
@@ -193,11 +269,41 @@ def wait_for(
         time.sleep(every)
 
 
-def db_rows(data_dir: Path, sql: str, *params: object) -> list[sqlite3.Row]:
-    """Rows from the station's SQLite database (``alarmhub.db`` of ``data_dir``), read-only."""
-    conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
+class Record(tuple[Any, ...]):
+    """A row read by ``db_rows``: by position or by column name, and ``dict(record)``."""
+
+    _columns: dict[str, int]
+
+    def __new__(cls, values: tuple[Any, ...], columns: dict[str, int]) -> Record:
+        record = super().__new__(cls, values)
+        record._columns = columns
+        return record
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return super().__getitem__(self._columns[key])
+        return super().__getitem__(key)
+
+    def keys(self) -> list[str]:
+        return list(self._columns)
+
+
+def db_rows(data_dir: Path, sql: str, *params: object) -> list[Record]:
+    """Rows from the database of ``data_dir`` (SQLite opened read-only, or PostgreSQL), for
+    SQL written with ``?`` placeholders."""
+    if not ON_POSTGRES:
+        conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
+        try:
+            cursor = conn.execute(sql, params)
+            columns = {d[0]: i for i, d in enumerate(cursor.description or ())}
+            return [Record(tuple(row), columns) for row in cursor.fetchall()]
+        finally:
+            conn.close()
+    engine = open_engine(database_url(data_dir))
     try:
-        return conn.execute(sql, params).fetchall()
+        with engine.connect() as conn:
+            result = conn.exec_driver_sql(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+            columns = {name: i for i, name in enumerate(result.keys())}
+            return [Record(tuple(row), columns) for row in result.fetchall()]
     finally:
-        conn.close()
+        engine.dispose()

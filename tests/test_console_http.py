@@ -28,7 +28,7 @@ from alarmhub.store import operations as store_ops
 from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
-from tests.conftest import Server, Station, cli, provision, wait_for
+from tests.conftest import Server, Station, cli, database_url, provision, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ OPERATORS = {  # code: (name, role)
 
 
 def engine_of(data_dir: Path) -> Engine:
-    return open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
+    return open_engine(database_url(data_dir))
 
 
 def provision_console(data_dir: Path, accounts: int = 30) -> tuple[str, Engine]:

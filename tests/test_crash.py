@@ -19,12 +19,10 @@ import itertools
 import os
 import re
 import signal
-import sqlite3
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +31,7 @@ import orjson
 import pytest
 
 from alarmhub.core import errors
-from tests.conftest import Server, provision
+from tests.conftest import Server, db_rows, provision
 
 pytestmark = pytest.mark.slow
 
@@ -187,11 +185,7 @@ class Row:
 
 
 def stored_rows(data_dir: Path) -> list[Row]:
-    uri = f"{(data_dir / 'alarmhub.db').resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        found = conn.execute(
-            "SELECT incident_number, dnis, panel, code, area, zone FROM signal"
-        ).fetchall()
+    found = db_rows(data_dir, "SELECT incident_number, dnis, panel, code, area, zone FROM signal")
     return [Row(*row) for row in found]
 
 
@@ -397,14 +391,12 @@ def test_idempotency_key_survives_a_crash(data_dir: Path, servers: list[Server])
     assert (retry.status_code, retry.json()) == (200, SUCCESS)
     assert server.stop() == 0
 
-    uri = f"{(data_dir / 'alarmhub.db').resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        keys = conn.execute(
-            "SELECT incident_number FROM idempotency WHERE token_name = ? AND idempotency_key = ?",
-            ("main", "crash-retry-1"),
-        ).fetchall()
-        signals = conn.execute(
-            "SELECT incident_number FROM signal WHERE panel = ?", ("ID01000001",)
-        ).fetchall()
+    keys = db_rows(
+        data_dir,
+        "SELECT incident_number FROM idempotency WHERE token_name = ? AND idempotency_key = ?",
+        "main",
+        "crash-retry-1",
+    )
+    signals = db_rows(data_dir, "SELECT incident_number FROM signal WHERE panel = ?", "ID01000001")
     assert len(signals) == 1
     assert keys == signals

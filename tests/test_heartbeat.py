@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alarmhub.core import errors
-from tests.conftest import Server, Station, provision
+from tests.conftest import Server, Station, db_rows, provision
 
 SUCCESS = {"status_code": 200, "status": "success"}
 DEADLINE_S = 10.0
@@ -36,12 +35,7 @@ def gauge(url: str, name: str) -> float | None:
 
 
 def heartbeat_rows(data_dir: Path) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute("SELECT * FROM heartbeat").fetchall()]
-    finally:
-        conn.close()
+    return [dict(r) for r in db_rows(data_dir, "SELECT * FROM heartbeat")]
 
 
 def eventually(condition: Callable[[], bool], what: str, deadline_s: float = DEADLINE_S) -> None:

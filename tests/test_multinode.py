@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import re
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,15 +29,12 @@ from alarmhub.core.alarm_types import SOURCE_FAILURE
 from alarmhub.core.router import SIGNAL_PATHS
 from alarmhub.store import operations as store_ops
 from alarmhub.store.engine import open_engine
-from tests.conftest import Server, cli, wait_for
+from tests.conftest import ON_POSTGRES, Server, cli, drop_database, new_database, wait_for
 from tests.test_console_http import Console, queue_rows
 
-SERVER_URL = os.environ.get("ALARMHUB_TEST_DATABASE_URL", "")
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not SERVER_URL.startswith("postgres"), reason="several nodes need PostgreSQL"
-    ),
+    pytest.mark.skipif(not ON_POSTGRES, reason="several nodes need PostgreSQL"),
 ]
 TIMEOUT_S = 4  # heartbeat timeout of the test station
 RUNAWAY_LIMIT = 10  # signals per account within the window; the load sends 45 per account
@@ -50,18 +45,12 @@ PASSWORD = "correct-horse-battery"
 
 @pytest.fixture
 def database_url() -> Iterator[str]:
-    """A new, empty database on the test server; dropped afterwards."""
-    name = f"ah_multi_{uuid.uuid4().hex[:10]}"
-    admin = open_engine(SERVER_URL).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    base = SERVER_URL.rsplit("/", 1)[0]
+    """A new, empty database on the test server, shared by every node; dropped afterwards."""
+    url = new_database()
     try:
-        yield f"{base}/{name}"
+        yield url
     finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        drop_database(url)
 
 
 def leader_flag(node: Server) -> int | None:

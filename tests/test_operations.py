@@ -27,6 +27,7 @@ from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.processing import Processor
 from alarmhub.xm import fields
 from alarmhub.xm.methods import xmainpro
+from tests.conftest import database_url
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND
@@ -38,7 +39,7 @@ PASSWORD = "correct horse"
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(f"sqlite:///{tmp_path}/a.db")
+    engine = open_engine(database_url(tmp_path, "a"))
     upgrade(engine)
     provisioning.add_dnis(engine, DNIS, "70####")
     provisioning.add_account(engine, Account(ACCOUNT, "Acme Widgets", "1 Main St", "Springfield"))

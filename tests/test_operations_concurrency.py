@@ -23,6 +23,7 @@ from alarmhub.store import schema as s
 from alarmhub.store.commit import SignalInsert, commit_signals
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.processing import Processor
+from tests.conftest import database_url
 
 ALARMS = 300
 PROCESSES = 3
@@ -96,7 +97,7 @@ def _work(url: str, codes: list[str], start: Any, outcome: Any) -> None:
 
 @pytest.mark.slow
 def test_many_operators_in_several_processes_never_handle_an_alarm_twice(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path}/a.db"
+    url = database_url(tmp_path, "a")
     engine = open_engine(url)
     upgrade(engine)
     codes = [f"{n:03d}" for n in range(PROCESSES * OPERATORS_PER_PROCESS)]

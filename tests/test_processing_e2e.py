@@ -23,7 +23,7 @@ from alarmhub.clock import now_us
 from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
-from tests.conftest import Server, Station, cli, provision, wait_for
+from tests.conftest import Server, Station, cli, database_url, provision, wait_for
 from tests.test_processing import block_alarm_id, unblock_alarm_id
 
 pytestmark = pytest.mark.slow
@@ -91,7 +91,7 @@ def start_hub(data_dir: Path, env: dict[str, str] | None = None) -> tuple[Hub, S
     csv_file.write_text("account,name\n" + "".join(f"{n},{name}\n" for n, name in rest))
     cli(data_dir, "account", "import", str(csv_file))
     server = Server(data_dir, env=env or {}).start()
-    engine = open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
+    engine = open_engine(database_url(data_dir))
     return Hub(Station(server, token, data_dir), engine), server
 
 

@@ -9,10 +9,8 @@ is itself valid, and exactly the signals answered 200 were stored.
 from __future__ import annotations
 
 import json
-import sqlite3
 import string
 from collections.abc import Iterator
-from contextlib import closing
 from typing import Any
 
 import httpx
@@ -25,7 +23,7 @@ from alarmhub.contactid import EVENTS
 from alarmhub.core import errors
 from alarmhub.core.errors import Refusal
 from alarmhub.core.signal import SignalFields, validate
-from tests.conftest import Station
+from tests.conftest import Station, db_rows
 
 PATH = "/rx/site1:rx1/contact_id"
 FIELDS = ("dnis", "panel", "code", "area", "zone_or_user")
@@ -258,13 +256,11 @@ def test_any_text_gets_an_envelope(
 
 
 def test_every_stored_row_is_valid_and_only_accepted_ones_are_stored(station: Station) -> None:
-    database = station.data_dir / "alarmhub.db"
-    uri = f"{database.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        rows = conn.execute(
-            "SELECT incident_number, source, destination, dnis, panel, code, area, zone,"
-            " token_name FROM signal"
-        ).fetchall()
+    rows = db_rows(
+        station.data_dir,
+        "SELECT incident_number, source, destination, dnis, panel, code, area, zone,"
+        " token_name FROM signal",
+    )
     for number, source, destination, dnis, panel, code, area, zone, token_name in rows:
         stored = SignalFields(dnis=dnis, panel=panel, code=code, area=area, zone=zone)
         body = {"dnis": dnis, "panel": panel, "code": code, "area": area, "zone_or_user": zone}

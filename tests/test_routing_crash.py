@@ -31,7 +31,7 @@ from alarmhub.core.router import SIGNAL_PATHS
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
-from tests.conftest import Server, cli, provision, wait_for
+from tests.conftest import Server, cli, database_url, provision, wait_for
 from tests.test_crash import wait_for_writer, wait_gone
 
 pytestmark = pytest.mark.slow
@@ -262,7 +262,7 @@ def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: li
     data_dir = tmp_path / "station"
     token = provision(data_dir)
     cli(data_dir, "dnis", "add", DNIS, "--mask", MASK)
-    engine = open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
+    engine = open_engine(database_url(data_dir))
     tags = [f"R{cycle}" for cycle in range(1, len(CYCLES) + 1)]
     provisioning.upsert_accounts(
         engine,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -23,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from alarmhub.core import errors
 from alarmhub.core.errors import IDEMPOTENCY_INVALID, IDEMPOTENCY_KEY_MAX, Refusal
-from tests.conftest import Server, Station, cli, cli_json, free_port, provision
+from tests.conftest import Record, Server, Station, cli, cli_json, db_rows, free_port, provision
 
 SUCCESS = {"status_code": 200, "status": "success"}
 GOOD: dict[str, Any] = {"dnis": "1234", "code": "E130", "area": "01", "zone_or_user": "015"}
@@ -64,17 +63,10 @@ def signal(panel: str, **changes: Any) -> dict[str, Any]:
     return {**GOOD, "panel": panel, **changes}
 
 
-def query(data_dir: Path, sql: str, *params: Any) -> list[sqlite3.Row]:
-    """Rows from the station's SQLite database, opened read-only."""
-    conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+query = db_rows
 
 
-def rows_of(station: Station, panel: str) -> list[sqlite3.Row]:
+def rows_of(station: Station, panel: str) -> list[Record]:
     return query(
         station.data_dir, "SELECT * FROM signal WHERE panel = ? ORDER BY incident_number", panel
     )

@@ -37,7 +37,7 @@ from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
-from tests.conftest import Server, Station, cli, provision, wait_for
+from tests.conftest import Server, Station, cli, database_url, provision, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -300,7 +300,7 @@ def xm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Xm]:
     cli(data_dir, "apiuser", "add", HMAC_USER, "--password", HMAC_PASSWORD, "--hmac-only")
     env = {"ALARMHUB_TIMEZONE": ZONE_NAME, "ALARMHUB_TEST_GRACE_MINUTES": "0"}
     server = Server(data_dir, env=env).start()
-    engine = open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
+    engine = open_engine(database_url(data_dir))
     hub = Xm(Station(server, token, data_dir), engine)
     try:
         before = now_us()

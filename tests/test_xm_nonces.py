@@ -18,6 +18,7 @@ from alarmhub.store import operations
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, upgrade
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook
+from tests.conftest import database_url
 
 
 class Runner:
@@ -32,7 +33,7 @@ class Runner:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(f"sqlite:///{tmp_path}/a.db")
+    engine = open_engine(database_url(tmp_path, "a"))
     upgrade(engine)
     yield engine
     engine.dispose()

@@ -1,6 +1,8 @@
 """The console's live feed: one task per node watches the queue revision and, when it changes,
 builds one snapshot of the queues and pushes it to every connected console as a server-sent
-event (``GET /console/events``)."""
+event (``GET /console/events``). On PostgreSQL the node also LISTENs for the revision's
+notification, so a change made on any node reaches every node's consoles at once; the revision
+is still read every second in case a notification is missed."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import psycopg
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -20,9 +23,16 @@ from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
 from alarmhub.store import operations as store_ops
 from alarmhub.store import queries
+from alarmhub.store.provisioning import notify_channel
 
 log = logging.getLogger("alarmhub.console")
 POLL_SECONDS = 0.2
+"""How often the revision is read (SQLite, or PostgreSQL while not listening)."""
+LISTENING_POLL_SECONDS = 1.0
+"""How often it is read on PostgreSQL while notifications arrive (a safety net only)."""
+MIN_SNAPSHOT_SECONDS = 0.05
+"""Snapshots follow each other at most this often however fast the queues change."""
+LISTEN_RETRY_SECONDS = 2.0
 KEEPALIVE_SECONDS = 15.0
 RETRY_MS = 2000
 PENDING_SHOWN = 2000
@@ -75,6 +85,9 @@ class LiveFeed:
         self._closed = False
         self._stats: tuple[float, list[int]] | None = None
         self._stats_lock = asyncio.Lock()
+        self._changed = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+        self.listening = False
 
     @property
     def closed(self) -> bool:
@@ -87,6 +100,8 @@ class LiveFeed:
     async def start(self) -> None:
         self._closed = False
         self._task = asyncio.create_task(self._run(), name="console-feed")
+        if self._engine.dialect.name == "postgresql":
+            self._listener = asyncio.create_task(self._listen(), name="console-feed-listen")
 
     def close(self) -> None:
         """End every event stream (consoles reconnect to another node, or when this one is
@@ -97,11 +112,12 @@ class LiveFeed:
 
     async def stop(self) -> None:
         self.close()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._task, self._listener):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._listener = None
 
     def subscribe(self) -> Subscriber:
         subscriber = Subscriber()
@@ -111,10 +127,37 @@ class LiveFeed:
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
 
+    async def _next_look(self) -> None:
+        """Wait for the next look at the revision: a notification, or the poll interval."""
+        poll = LISTENING_POLL_SECONDS if self.listening else self.poll_seconds
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), poll)
+        self._changed.clear()
+
+    async def _listen(self) -> None:
+        """Hold a connection that LISTENs for the queue revision's notification (PostgreSQL)."""
+        url = self._engine.url.set(drivername="postgresql")
+        channel = notify_channel(queries.QUEUE)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    url.render_as_string(hide_password=False), autocommit=True
+                ) as conn:
+                    await conn.execute(f"LISTEN {channel}")
+                    self.listening = True
+                    self._changed.set()  # whatever changed while nobody listened
+                    async for _ in conn.notifies():
+                        self._changed.set()
+            except (psycopg.Error, OSError) as exc:
+                log.warning("console feed cannot listen", extra={"error": repr(exc)})
+            finally:
+                self.listening = False
+            await asyncio.sleep(LISTEN_RETRY_SECONDS)
+
     async def _run(self) -> None:
         failing = False
         while True:
-            await asyncio.sleep(self.poll_seconds)
+            await self._next_look()
             if not self._subscribers:
                 self._published = None
                 continue
@@ -124,6 +167,7 @@ class LiveFeed:
                     self._published, message = await self._snapshot()
                     for subscriber in self._subscribers:
                         subscriber.offer(self._published, message)
+                    await asyncio.sleep(MIN_SNAPSHOT_SECONDS)
                 if failing:
                     log.info("console feed reads the database again")
                 failing = False

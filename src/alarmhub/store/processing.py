@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, select, update
+from sqlalchemy import BigInteger, Connection, bindparam, case, cast, func, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
@@ -409,7 +409,8 @@ class Processor:
             select(t.account_number, t.test_interval_s, last_test).where(
                 t.test_interval_s.is_not(None),
                 t.test_alarm_id.is_(None),
-                last_test + (t.test_interval_s + self._test_grace_s) * 1_000_000 < now_us,
+                last_test + cast(t.test_interval_s + self._test_grace_s, BigInteger) * 1_000_000
+                < now_us,
             )
         ).all()
         raised = 0

@@ -38,9 +38,18 @@ _REVISION = select(s.revision.c.value).where(s.revision.c.name == bindparam("rev
 
 
 def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
-    """Tell running servers that provisioning data changed (they reload their caches)."""
+    """Tell running servers that provisioning data (or, by name, the alarm queues) changed: they
+    watch the revision row; on PostgreSQL the change is also announced to listeners on
+    ``notify_channel(name)`` when the transaction commits."""
     if not conn.execute(_BUMP, {"revision_name": name}).rowcount:
         conn.execute(insert(s.revision).values(name=name, value=1))
+    if conn.dialect.name == "postgresql":  # several notifications of one transaction are one
+        conn.exec_driver_sql(f"NOTIFY {notify_channel(name)}")
+
+
+def notify_channel(name: str) -> str:
+    """The PostgreSQL notification channel of a revision row."""
+    return f"alarmhub_{name}"
 
 
 def revision(conn: Connection, name: str = PROVISIONING) -> int:

@@ -1,0 +1,26 @@
+"""Exit 0 when the PostgreSQL server of the suite answers, 1 (saying why) when it does not.
+
+``python -m tests.postgres_reachable URL``: ``make test`` runs the PostgreSQL suite only when
+this succeeds, and says plainly that it skipped it otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import psycopg
+
+
+def main(url: str) -> int:
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"no PostgreSQL server answered: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
