@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument(
         "--postgres",
         default=os.environ.get(
-            "ALARMHUB_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+            "ALARMHUB_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
         ),
         help="a PostgreSQL server URL (a database is created on it and dropped after)",
     )

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
 
 from alarmhub.store.engine import open_engine
 
@@ -47,29 +46,25 @@ _databases: dict[tuple[Path, str], str] = {}
 _databases_lock = threading.Lock()
 
 
-def _server_engine() -> Engine:
-    return open_engine(TEST_DATABASE_URL).execution_options(isolation_level="AUTOCOMMIT")
+def _on_test_server(statement: str) -> None:
+    """Run one statement on the PostgreSQL test server, outside any transaction."""
+    engine = open_engine(TEST_DATABASE_URL).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        engine.dispose()
 
 
 def new_database() -> str:
     """A new, empty database on the PostgreSQL test server; its URL."""
     name = f"ahtest_{uuid.uuid4().hex[:12]}"
-    engine = _server_engine()
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        engine.dispose()
+    _on_test_server(f'CREATE DATABASE "{name}"')
     return f"{TEST_DATABASE_URL.rsplit('/', 1)[0]}/{name}"
 
 
 def drop_database(url: str) -> None:
-    engine = _server_engine()
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
-    finally:
-        engine.dispose()
+    _on_test_server(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def database_url(data_dir: Path, name: str = "alarmhub") -> str:
