@@ -21,16 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from alarmhub.client import QueryClient
 from alarmhub.core.alarm_types import SOURCE_FAILURE
 from alarmhub.core.router import SIGNAL_PATHS
 from alarmhub.store import operations as store_ops
 from alarmhub.store.engine import open_engine
+from alarmhub.xm import errors
 from tests.conftest import ON_POSTGRES, Server, cli, drop_database, new_database, wait_for
-from tests.test_console_http import Console, queue_rows
+from tests.test_console_http import Console, queue_rows, read_events
 
 pytestmark = [
     pytest.mark.slow,
@@ -326,3 +329,55 @@ def race_for_alarms(nodes: list[Server], engine: Engine) -> None:
             assert set(oprs) == {code}
     for console in consoles:
         console.close()
+
+
+def test_two_nodes_share_nonces_and_live_queues(tmp_path: Path, database_url: str) -> None:
+    """A signed query answered by one node cannot be replayed to the other; a signal taken by
+    one node reaches a console watching the other node's live feed."""
+    env = {"ALARMHUB_DATABASE_URL": database_url}
+    token = provision(tmp_path, env, database_url)
+    cli(tmp_path, "apiuser", "add", "reports", "--password", "reports-password-1", env=env)
+    first, second = (Server(tmp_path, env=env).start() for _ in range(2))
+    try:
+        with QueryClient(
+            first.url, appkey="app", username="reports", password="reports-password-1"
+        ) as client:
+            form = {"*setMethod": "XMAPEND", "SOURCE": "DATAENTRY"}
+            signed = client.headers(form)
+        files = {name: (None, value) for name, value in form.items()}
+        params = {"dataSource": "methods", "*view": "xmsubmit"}
+        answers = [
+            httpx.post(
+                f"{node.url}/rest/rest.php", params=params, files=files, headers=signed, timeout=30
+            )
+            for node in (first, second)
+        ]
+        assert answers[0].status_code == 200, answers[0].text
+        assert answers[1].status_code == 401, "the nonce was replayed to the second node"
+        assert answers[1].json() == errors.AUTHENTICATION_FAILED
+
+        console = Console(second.url).sign_in(OPERATORS[0], PASSWORD)
+        console.ok("/receiving", {"receiving": False})
+        with console.client.stream("GET", "/console/events", timeout=30) as stream:
+            events = read_events(stream.iter_lines())
+            assert next(events)[0] == "snapshot"
+            sent = httpx.post(
+                f"{first.url}/rx/site1:rx1/contact_id",
+                json={"dnis": "C1", "panel": "7", "code": "E110", "zone_or_user": "9"},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=30,
+            )
+            assert sent.status_code == 200, sent.text
+            seen = None
+            for name, data in events:  # the stream's own read timeout bounds the wait
+                if name == "snapshot":
+                    rows = queue_rows(orjson.loads(data), "pending")
+                    seen = next((r for r in rows if r["account_number"] == "700007"), None)
+                    if seen is not None:
+                        break
+            assert seen is not None, "the other node's alarm never reached this console"
+            assert (seen["type"], seen["zone"]) == ("FIRE", "009")
+        console.close()
+    finally:
+        for node in (first, second):
+            node.stop()
