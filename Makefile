@@ -38,11 +38,11 @@ test-sqlite: $(VENV)/.installed-test
 	env -u ALARMHUB_TEST_DATABASE_URL $(BIN)/pytest -q
 
 test-postgres: $(VENV)/.installed-test
-	@if $(BIN)/python -m tests.postgres_reachable "$(ALARMHUB_TEST_DATABASE_URL)"; then \
-	  echo "== the suite on PostgreSQL ($(ALARMHUB_TEST_DATABASE_URL))"; \
+	@if ALARMHUB_TEST_DATABASE_URL="$(ALARMHUB_TEST_DATABASE_URL)" $(BIN)/python -m tests.postgres_reachable; then \
+	  echo "== the suite on PostgreSQL"; \
 	  ALARMHUB_TEST_DATABASE_URL="$(ALARMHUB_TEST_DATABASE_URL)" $(BIN)/pytest -q; \
 	else \
-	  echo "== SKIPPED: the suite on PostgreSQL did not run (no server at $(ALARMHUB_TEST_DATABASE_URL));"; \
+	  echo "== SKIPPED: the suite on PostgreSQL did not run (no server answered at ALARMHUB_TEST_DATABASE_URL);"; \
 	  echo "   set ALARMHUB_TEST_DATABASE_URL to a PostgreSQL server to run it"; \
 	fi
 
