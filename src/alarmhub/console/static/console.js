@@ -219,7 +219,21 @@
     renderOperators();
     renderAgesChart();
     noticeHanded();
-    if (state.openId !== null) refreshDetailSoon();
+    if (state.openId === null) return;
+    // the open alarm changed hands or state (a take-over, a hold ending, another operator):
+    // show it at once, with no timer (browsers hold back the timers of a page left in the
+    // background, down to once a minute); other changes refresh it at most once a second
+    if (openAlarmMoved()) loadDetail();
+    else refreshDetailSoon();
+  }
+
+  function openAlarmMoved() {
+    const shown = state.detail && state.detail.alarm;
+    if (!shown) return false;
+    const queued = [...state.pending, ...state.inProcess, ...state.onHold];
+    const row = queued.find((a) => a.alarm_id === state.openId);
+    if (!row) return shown.state !== "resolved"; // it left the queues: resolved meanwhile
+    return row.state !== shown.state || (row.opr || null) !== (shown.opr || null);
   }
 
   // queues -------------------------------------------------------------------------------------
@@ -275,7 +289,10 @@
       if (!entry || entry.sig !== sig) {
         const tr = el("tr", { "data-alarm-id": id }, ...COLUMNS[name](alarm));
         paint(tr, alarm.color);
-        if (entry) entry.tr.replaceWith(tr);
+        if (entry) {
+          if (entry.tr === cursor) cursor = tr; // the row in place changed: keep the place
+          entry.tr.replaceWith(tr);
+        }
         entry = { tr, sig };
         known.set(id, entry);
         tickRow(tr);
