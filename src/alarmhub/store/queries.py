@@ -3,9 +3,10 @@ interface see."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Connection, Select, bindparam, func, or_, select
 
 from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.store import schema as s
@@ -54,27 +55,47 @@ def account_history(
     returned, not with the size of history. ``paths`` keeps only those PR_CHECKSUM paths;
     ``settled_only`` drops events whose alarm is still open (pending or in process).
     """
+    params: dict[str, Any] = {"account": account_number, "start": start_us, "stop": stop_us}
+    if paths is not None:
+        params["paths"] = sorted(paths)
+    if exclude_types:
+        params["types"] = sorted(exclude_types)
+    if limit is not None:
+        params["limit"] = limit
+    query = _history_query(paths is not None, bool(exclude_types), settled_only, limit is not None)
+    result = conn.execute(query, params)
+    keys = tuple(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result.all()]
+
+
+@cache
+def _history_query(
+    paths: bool, exclude_types: bool, settled_only: bool, limit: bool
+) -> Select[Any]:
+    """The statement of :func:`account_history` for one combination of its filters, built once
+    with bound parameters: the query interface runs it on every XMHIST, and building and
+    hashing a new statement each time cost more than SQLite's part of a typical query."""
     h = s.history.c
     query = (
         select(s.history)
         .where(
-            h.account_number == account_number,
-            h.received_us >= start_us,
-            h.received_us <= stop_us,
+            h.account_number == bindparam("account"),
+            h.received_us >= bindparam("start"),
+            h.received_us <= bindparam("stop"),
         )
         .order_by(h.received_us.desc(), h.event_id.desc())
     )
-    if paths is not None:
-        query = query.where(h.pr_checksum.in_(sorted(paths)))
+    if paths:
+        query = query.where(h.pr_checksum.in_(bindparam("paths", expanding=True)))
     if exclude_types:
-        query = query.where(h.type.not_in(sorted(exclude_types)))
+        query = query.where(h.type.not_in(bindparam("types", expanding=True)))
     if settled_only:
         a = s.alarm.c
         still_open = select(a.alarm_id).where(a.state.in_(OPEN_STATES))
         query = query.where(or_(h.alarm_id.is_(None), h.alarm_id.not_in(still_open)))
-    if limit is not None:
-        query = query.limit(limit)
-    return [dict(row) for row in conn.execute(query).mappings()]
+    if limit:
+        query = query.limit(bindparam("limit"))
+    return query
 
 
 def history_of_incident(conn: Connection, incident_number: int) -> list[dict[str, Any]]:
