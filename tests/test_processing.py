@@ -17,7 +17,7 @@ from alarmhub.core.account import Account
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals, store_plain
+from alarmhub.store.commit import SignalInsert, commit_signals, forget_keys, store_plain
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.processing import Processor
 from tests.conftest import database_url, sqlite_only
@@ -595,3 +595,35 @@ def test_routing_engine_commits_without_fsync_and_signals_with(tmp_path: Path) -
                 )
                 assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         engine.dispose()
+
+
+def test_keys_are_forgotten_when_their_window_passes(engine: Engine, t0: int) -> None:
+    """A token's Idempotency-Keys last ``idempotency_hours``; a token name with a window of its
+    own (the DC-09 retry window) keeps its keys that long; newer keys stay."""
+    provisioning.create_token(engine, "main")
+
+    def keyed(token: str, key: str, at_us: int) -> Signal:
+        return Signal(
+            "site1", "rx1", SignalFields(DNIS, "12", "E130", "01", "015"), token, at_us, key
+        )
+
+    dc09_window = 300 * SECOND
+    with write_transaction(engine) as conn:
+        commit_signals(
+            conn,
+            SignalInsert(engine),
+            [
+                keyed("main", "old", t0 - WINDOW_US - SECOND),
+                keyed("main", "new", t0 - WINDOW_US + SECOND),
+                keyed("dc09", "old", t0 - dc09_window - SECOND),
+                keyed("dc09", "new", t0 - dc09_window + SECOND),
+            ],
+            WINDOW_US,
+            {"dc09": dc09_window},
+        )
+    with write_transaction(engine) as conn:
+        assert forget_keys(conn, t0, WINDOW_US, {"dc09": dc09_window}) == 2
+    with engine.connect() as conn:
+        c = s.idempotency.c
+        kept = {tuple(row) for row in conn.execute(select(c.token_name, c.idempotency_key))}
+    assert kept == {("main", "new"), ("dc09", "new")}

@@ -267,10 +267,19 @@ def commit_signals(
     return [o for o in outcome if o is not None]
 
 
-def forget_keys(conn: Connection, token_name: str, before_us: int) -> int:
-    """Forget the keys of ``token_name`` remembered before ``before_us``; how many."""
+def forget_keys(
+    conn: Connection, now_us: int, window_us: int, windows_us: Mapping[str, int]
+) -> int:
+    """Forget the keys whose window has passed: ``windows_us`` of the token names that have one
+    of their own (DC-09 retries), ``window_us`` for every token's; how many. Each token's old
+    keys are found by (token, time), without reading its other keys."""
     t = s.idempotency.c
-    result = conn.execute(
-        delete(s.idempotency).where(t.token_name == token_name, t.created_us < before_us)
-    )
-    return int(result.rowcount or 0)
+    names = set(conn.execute(select(s.token.c.name)).scalars()) | set(windows_us)
+    forgotten = 0
+    for name in sorted(names):
+        before_us = now_us - windows_us.get(name, window_us)
+        result = conn.execute(
+            delete(s.idempotency).where(t.token_name == name, t.created_us < before_us)
+        )
+        forgotten += int(result.rowcount or 0)
+    return forgotten

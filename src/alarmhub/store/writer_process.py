@@ -254,12 +254,11 @@ class WriterLoop:
         self._forget_keys()
 
     def _forget_keys(self) -> None:
-        """Forget the keys whose own window has passed (DC-09 retries): they cannot match."""
+        """Forget the keys whose window has passed (the DC-09 retry window, or
+        ``idempotency_hours`` for the tokens' keys): they can no longer match."""
         try:
             with write_transaction(self._derived) as conn:
-                now = now_us()
-                for name, window_us in self._key_windows_us.items():
-                    forget_keys(conn, name, now - window_us)
+                forget_keys(conn, now_us(), self._window_us, self._key_windows_us)
         except Exception as exc:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 
