@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -26,9 +25,10 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
-from alarmhub.store.engine import open_engine
+from alarmhub.store.engine import driver_url, open_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -286,18 +286,16 @@ class Record(tuple[Any, ...]):
 def db_rows(data_dir: Path, sql: str, *params: object) -> list[Record]:
     """Rows from the database of ``data_dir`` (SQLite opened read-only, or PostgreSQL), for
     SQL written with ``?`` placeholders."""
-    if not ON_POSTGRES:
-        conn = sqlite3.connect(f"file:{data_dir / 'alarmhub.db'}?mode=ro", uri=True, timeout=10)
-        try:
-            cursor = conn.execute(sql, params)
-            columns = {d[0]: i for i, d in enumerate(cursor.description or ())}
-            return [Record(tuple(row), columns) for row in cursor.fetchall()]
-        finally:
-            conn.close()
-    engine = open_engine(database_url(data_dir))
+    if ON_POSTGRES:
+        url, sql = database_url(data_dir), sql.replace("%", "%%").replace("?", "%s")
+        options: dict[str, Any] = {}
+    else:
+        url = f"sqlite:///file:{data_dir / 'alarmhub.db'}?mode=ro&uri=true"
+        options = {"timeout": 10}  # seconds to wait while the node writes
+    engine = create_engine(driver_url(url), poolclass=NullPool, connect_args=options)
     try:
         with engine.connect() as conn:
-            result = conn.exec_driver_sql(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+            result = conn.exec_driver_sql(sql, tuple(params))
             columns = {name: i for i, name in enumerate(result.keys())}
             return [Record(tuple(row), columns) for row in result.fetchall()]
     finally:

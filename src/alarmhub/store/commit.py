@@ -74,20 +74,21 @@ class RowInsert:
 
     def __init__(self, engine: Engine, table: Table, columns: Sequence[str]) -> None:
         compiled = insert(table).compile(dialect=engine.dialect, column_keys=list(columns))
-        self._columns = tuple(columns)
         self._positional = bool(compiled.positional)
         order = tuple(compiled.positiontup or ()) if self._positional else tuple(compiled.binds)
-        if order != self._columns:
+        if order != tuple(columns):
             raise RuntimeError(f"{table.name}: the columns must be given in table order")
         head, sep, group = str(compiled).partition(" VALUES ")
-        self._head = head + sep
-        self._group = group.strip()
-        self._statements: dict[int, str] = {}
-        self.chunk = min(500, self.MAX_PARAMETERS // len(columns))
-        arrays = ", ".join(
-            f"%s::{table.c[name].type.compile(dialect=engine.dialect)}[]" for name in columns
-        )
-        self._unnest = f"{head} SELECT * FROM unnest({arrays})"  # noqa: S608 (schema names)
+        if self._positional:
+            self._head = head + sep
+            self._group = group.strip()
+            self._statements: dict[int, str] = {}
+            self._chunk = min(500, self.MAX_PARAMETERS // len(columns))
+        else:
+            arrays = ", ".join(
+                f"%s::{table.c[name].type.compile(dialect=engine.dialect)}[]" for name in columns
+            )
+            self._unnest = f"{head} SELECT * FROM unnest({arrays})"  # noqa: S608 (schema names)
 
     def _statement(self, rows: int) -> str:
         sql = self._statements.get(rows)
@@ -103,8 +104,8 @@ class RowInsert:
                 self._unnest, tuple(list(column) for column in zip(*rows, strict=True))
             )
             return
-        for start in range(0, len(rows), self.chunk):
-            chunk = rows[start : start + self.chunk]
+        for start in range(0, len(rows), self._chunk):
+            chunk = rows[start : start + self._chunk]
             conn.exec_driver_sql(self._statement(len(chunk)), tuple(chain.from_iterable(chunk)))
 
 

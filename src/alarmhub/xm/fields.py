@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 
 from alarmhub.core.operations import duration as duration
-from alarmhub.ntd import ntd_of, to_ntd
+from alarmhub.ntd import ntd_of as ntd_of
+from alarmhub.ntd import to_ntd
 
 ACCOUNT_WIDTH = 9
 
@@ -22,14 +23,9 @@ def local(unix_us: int, zone: tzinfo) -> datetime:
     return datetime.fromtimestamp(unix_us / 1_000_000, UTC).astimezone(zone)
 
 
-def history_date(unix_us: int, zone: tzinfo) -> str:
-    """HISTORY_EVENT_DATE: ``MM/DD/YY HH:MM:SS``."""
-    return history_date_of(local(unix_us, zone))
-
-
-def history_date_of(moment: datetime) -> str:
-    """HISTORY_EVENT_DATE of a local time (``strftime("%m/%d/%y %H:%M:%S")``, without its cost,
-    paid for every record of an XMHIST answer)."""
+def history_date(moment: datetime) -> str:
+    """HISTORY_EVENT_DATE of a local time: ``MM/DD/YY HH:MM:SS`` (written out: ``strftime``
+    costs more, paid for every record of an XMHIST answer)."""
     m = moment
     return (
         f"{m.month:02d}/{m.day:02d}/{m.year % 100:02d} {m.hour:02d}:{m.minute:02d}:{m.second:02d}"
@@ -48,8 +44,3 @@ def clock(unix_us: int, zone: tzinfo) -> str:
 
 def ntd(unix_us: int, zone: tzinfo) -> str:
     return to_ntd(unix_us, zone)
-
-
-def ntd_at(moment: datetime) -> str:
-    """NTD of a local time (as :func:`ntd` of the UNIX time it came from)."""
-    return ntd_of(moment)

@@ -149,11 +149,11 @@ def parse_history_query(form: Form, zone: tzinfo, now_us: int) -> HistoryQuery:
 def history_event(row: Mapping[str, Any], zone: tzinfo) -> dict[str, str]:
     """One history event with the fields of spec 2.3, every value a string."""
     moment = fields.local(row["received_us"], zone)  # once: three fields are made of it
-    ntd = fields.ntd_at(moment)
+    ntd = fields.ntd_of(moment)
     return {
         "ACCOUNT_NUMBER": fields.account(row["account_number"]),
         "HISTORY_EVENT_NTD": ntd,
-        "HISTORY_EVENT_DATE": fields.history_date_of(moment),
+        "HISTORY_EVENT_DATE": fields.history_date(moment),
         "INCIDENT_NUMBER": str(row["incident_number"]),
         "SEIA_CODE": row["code"],
         "ZONE_CODE_1": row["event_code"],
