@@ -20,8 +20,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection
-
 from alarmhub import logs
 from alarmhub.clock import now_us
 from alarmhub.core.router import StoredSignal
@@ -34,6 +32,7 @@ from alarmhub.store.commit import (
     commit_signals,
     forget_keys,
     from_wire,
+    lock_incidents,
     store_plain,
 )
 from alarmhub.store.engine import open_engine, write_transaction
@@ -165,12 +164,7 @@ class WriterLoop:
         del waiting[:frames]
         started = time.perf_counter()
         reply: dict[str, Any]
-        # route in the commit unless signals are queueing behind it (or older ones wait unrouted):
-        # under load routing then catches up in larger batches between commits, so that the
-        # answers to waiting requests are not held up by routing
-        routing = not self._backlog and not self._waiting
-        if not routing:
-            self._backlog = self._route_due = True
+        stored: list[Stored] = []
         try:
             with write_transaction(self._engine) as conn:
                 if any(sig.idempotency_key is not None for sig in batch):
@@ -179,8 +173,6 @@ class WriterLoop:
                     )
                 else:
                     stored = store_plain(conn, self._statement, batch)
-                if routing:
-                    self._route_with_commit(conn, batch, stored)
             reply = {
                 "frames": frames,
                 "stored": [[x.incident_number, x.duplicate] for x in stored],
@@ -189,20 +181,23 @@ class WriterLoop:
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
             reply = {"frames": frames, "error": repr(exc)}
-            if routing:  # the runaway windows counted signals that were not stored
-                self._routing_failed = self._backlog = self._route_due = True
+            stored = []
         try:
             self._sock.sendall(framing.encode(reply))
         except OSError:
             self._open = False  # the parent is gone; what is committed stays committed
+        if stored:
+            self._route_committed(batch, stored)
 
-    def _route_with_commit(
-        self, conn: Connection, batch: Sequence[Signal], stored: Sequence[Stored]
-    ) -> None:
-        """Route the batch's new signals in the transaction that stores them: one fsync for
-        both, and the alarm is in pending when the 200 goes out. Routing that fails is rolled
-        back to a savepoint, so the signals are stored all the same; they are then routed
-        apart, after any older unrouted ones, with retries."""
+    def _route_committed(self, batch: Sequence[Signal], stored: Sequence[Stored]) -> None:
+        """Route the batch just committed and answered, from memory, in a transaction of its
+        own that does not wait for the disk (it is derived from what is durable). The node
+        answers the batch's requests while this runs, instead of waiting for it. When older
+        signals wait unrouted (a failed routing, another node's), the batch waits with them
+        for the catch-up, which routes them all in order from the database."""
+        if self._backlog:
+            self._route_due = True
+            return
         fresh = sorted(
             (
                 StoredSignal.of(x.incident_number, sig)
@@ -213,16 +208,16 @@ class WriterLoop:
         )
         if not fresh:
             return
-        if not self._processor.may_route(conn, fresh[0].incident_number):
-            self._backlog = self._route_due = True  # another node left older ones unrouted
-            return
-        savepoint = conn.begin_nested()
         try:
-            self._processor.route_signals(conn, fresh, now_us())
-            savepoint.commit()
+            with write_transaction(self._derived) as conn:
+                lock_incidents(conn)
+                if not self._processor.may_route(conn, fresh[0].incident_number):
+                    self._backlog = self._route_due = True  # another node left older ones
+                    return
+                self._processor.route_signals(conn, fresh, now_us())
         except Exception as exc:
-            savepoint.rollback()
-            self._routing_failed = self._backlog = True
+            # the runaway windows counted signals whose routing was rolled back
+            self._routing_failed = self._backlog = self._route_due = True
             log.error("routing failed; will retry", extra={"error": repr(exc)})
 
     def _route(self) -> int:
