@@ -1,9 +1,10 @@
 """Routing survives SIGKILL: every stored signal is routed exactly once.
 
-The writer process routes the signals of a group commit in the transaction that stores them
-(store/writer_process.py), so a kill under load leaves no signal stored but unrouted. When
-routing fails, the signals are stored all the same and routed apart later, oldest first, with
-retries: a stored-but-unrouted window that a kill can hit. The test makes routing fail for real
+The writer process routes the signals of a group commit right after answering them, in a
+transaction of its own (store/writer_process.py), so a kill under load can leave the last
+committed batch stored but unrouted, never more. When routing fails, the signals are stored all
+the same and routed apart later, oldest first, with retries: a longer stored-but-unrouted
+window that a kill can hit. The test makes routing fail for real
 (an alarm row already holding a future incident number, so inserting that alarm violates the
 primary key), kills the node in that state, removes the obstacle and restarts: the new writer
 must route each waiting signal exactly once. Senders post uniquely identifiable signals on a
@@ -293,7 +294,8 @@ def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: li
                 assert at_kill > 0, "routing was failing: signals must wait unrouted"
                 unblock_routing(engine, blocked)
             else:
-                assert at_kill == 0, "signals are routed in the transaction that stores them"
+                # each sender has one request in flight: one batch holds at most SENDERS
+                assert at_kill <= SENDERS, "only the last committed batch can wait unrouted"
             server = start(data_dir, servers)
             wait_for(lambda: unrouted(engine) == 0, "all signals routed after the restart", 30)
             stored = check_routing(engine, accepted)

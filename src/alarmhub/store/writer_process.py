@@ -35,7 +35,7 @@ from alarmhub.store.commit import (
     lock_incidents,
     store_plain,
 )
-from alarmhub.store.engine import open_engine, write_transaction
+from alarmhub.store.engine import WriteConnection, open_engine
 from alarmhub.store.processing import ROUTE_BATCH, Processor
 
 log = logging.getLogger("alarmhub.writer")
@@ -83,17 +83,18 @@ class WriterLoop:
 
     def __init__(self, sock: socket.socket, config: dict[str, Any], buffer: bytearray) -> None:
         self._sock = sock
-        self._engine = open_engine(config["url"])
-        self._derived = open_engine(config["url"], synchronous=False)  # routing, supervision
+        self._store = WriteConnection(open_engine(config["url"]))
+        # routing and supervision: derived from what is stored, committed without an fsync
+        self._derived = WriteConnection(open_engine(config["url"], synchronous=False))
         self._max_batch = int(config["max_batch"])
-        self._statement = SignalInsert(self._engine)
+        self._statement = SignalInsert(self._store.engine)
         self._window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
         # token names whose keys have a window of their own (the DC-09 retry window), in seconds
         self._key_windows_us = {
             name: int(seconds) * 1_000_000 for name, seconds in config["key_windows"].items()
         }
         self._processor = Processor(
-            self._derived,
+            self._derived.engine,
             runaway_limit=int(config["runaway_limit"]),
             runaway_minutes=int(config["runaway_minutes"]),
             test_grace_s=int(config["test_grace_minutes"]) * 60,
@@ -108,7 +109,7 @@ class WriterLoop:
         self._next_supervision = time.monotonic()
 
     def run(self) -> None:
-        with write_transaction(self._derived) as conn:
+        with self._derived.transaction() as conn:
             self._processor.recall(conn, now_us())
         quiet_garbage_collector()
         self._sock.sendall(framing.encode({"ready": True}))
@@ -124,8 +125,8 @@ class WriterLoop:
         for _ in range(ROUTE_ON_EXIT_BATCHES if self._backlog else 0):
             if self._route() < ROUTE_BATCH:
                 break
-        self._engine.dispose()
-        self._derived.dispose()
+        self._store.close()
+        self._derived.close()
 
     def _may_route(self) -> bool:
         """Answers come first: route when no signal waits to be committed, or when routing has
@@ -166,7 +167,7 @@ class WriterLoop:
         reply: dict[str, Any]
         stored: list[Stored] = []
         try:
-            with write_transaction(self._engine) as conn:
+            with self._store.transaction() as conn:
                 if any(sig.idempotency_key is not None for sig in batch):
                     stored = commit_signals(
                         conn, self._statement, batch, self._window_us, self._key_windows_us
@@ -209,7 +210,7 @@ class WriterLoop:
         if not fresh:
             return
         try:
-            with write_transaction(self._derived) as conn:
+            with self._derived.transaction() as conn:
                 lock_incidents(conn)
                 if not self._processor.may_route(conn, fresh[0].incident_number):
                     self._backlog = self._route_due = True  # another node left older ones
@@ -222,7 +223,7 @@ class WriterLoop:
 
     def _route(self) -> int:
         try:
-            with write_transaction(self._derived) as conn:
+            with self._derived.transaction() as conn:
                 now = now_us()
                 if self._routing_failed:
                     self._processor.recover(conn, now)  # forget what the failed attempt counted
@@ -242,7 +243,7 @@ class WriterLoop:
             # route what a node that died left unrouted
             self._route_due = True
         try:
-            with write_transaction(self._derived) as conn:
+            with self._derived.transaction() as conn:
                 self._processor.supervise(conn, now_us())
         except Exception as exc:
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
@@ -252,7 +253,7 @@ class WriterLoop:
         """Forget the keys whose window has passed (the DC-09 retry window, or
         ``idempotency_hours`` for the tokens' keys): they can no longer match."""
         try:
-            with write_transaction(self._derived) as conn:
+            with self._derived.transaction() as conn:
                 forget_keys(conn, now_us(), self._window_us, self._key_windows_us)
         except Exception as exc:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})
