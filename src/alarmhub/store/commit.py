@@ -143,6 +143,7 @@ _ADVANCE = (
     update(s.sequence)
     .where(s.sequence.c.name == INCIDENT)
     .values(value=s.sequence.c.value + bindparam("count"))
+    .returning(s.sequence.c.value)
 )
 _LAST_INCIDENT = select(s.sequence.c.value).where(s.sequence.c.name == INCIDENT)
 _LOCK_INCIDENTS = _LAST_INCIDENT.with_for_update()
@@ -162,8 +163,7 @@ def lock_incidents(conn: Connection) -> int:
 
 def allocate_incidents(conn: Connection, count: int) -> int:
     """Reserve ``count`` incident numbers in the caller's write transaction; the first one."""
-    conn.execute(_ADVANCE, {"count": count})
-    return int(conn.execute(_LAST_INCIDENT).scalar_one()) - count + 1
+    return int(conn.execute(_ADVANCE, {"count": count}).scalar_one()) - count + 1
 
 
 def store_plain(conn: Connection, statement: SignalInsert, batch: Sequence[Signal]) -> list[Stored]:
