@@ -258,11 +258,6 @@ _UNROUTED = (
     .order_by(_sig.incident_number)
     .limit(bindparam("limit"))
 )
-_OLDER_UNROUTED = (
-    select(_sig.incident_number)
-    .where(_sig.routed_us.is_(None), _sig.incident_number < bindparam("first"))
-    .limit(1)
-)
 _h = s.history.c
 _ROUTED_SIGNALS = select(_h.account_number, _h.dnis, _h.panel, _h.received_us).where(
     _h.pr_checksum.in_(SIGNAL_PATHS)
@@ -319,12 +314,6 @@ class Processor:
         observe = self.router.runaway.observe
         for account, dnis, panel, received in rows:
             observe(runaway_key(account, dnis, panel), received)
-
-    def may_route(self, conn: Connection, first: int) -> bool:
-        """Whether signals from incident number ``first`` on may be routed now (in the
-        caller's transaction, after its counter lock): no older signal waits unrouted. Only a
-        shared database asks; on one node the writer knows its own backlog."""
-        return not self.shared or conn.execute(_OLDER_UNROUTED, {"first": first}).first() is None
 
     def recover(self, conn: Connection, now_us: int) -> None:
         """Forget the runaway windows and rebuild them from history: after a routing

@@ -32,7 +32,6 @@ from alarmhub.store.commit import (
     commit_signals,
     forget_keys,
     from_wire,
-    lock_incidents,
     store_plain,
 )
 from alarmhub.store.engine import WriteConnection, open_engine
@@ -191,11 +190,18 @@ class WriterLoop:
             self._route_committed(batch, stored)
 
     def _route_committed(self, batch: Sequence[Signal], stored: Sequence[Stored]) -> None:
-        """Route the batch just committed and answered, from memory, in a transaction of its
-        own that does not wait for the disk (it is derived from what is durable). The node
-        answers the batch's requests while this runs, instead of waiting for it. When older
-        signals wait unrouted (a failed routing, another node's), the batch waits with them
-        for the catch-up, which routes them all in order from the database."""
+        """Route the batch just committed and answered, in a transaction of its own that does
+        not wait for the disk (it is derived from what is durable). The node answers the
+        batch's requests while this runs, instead of waiting for it.
+
+        On SQLite this writer is the only router, so the batch is routed from memory. On a
+        shared database another node may route it first (its catch-up sees it once committed),
+        so what is unrouted is read back under the counter lock instead. When older signals
+        wait unrouted (a failed routing), the batch waits with them for the catch-up, which
+        routes them all in order from the database."""
+        if self._processor.shared:
+            self._route()
+            return
         if self._backlog:
             self._route_due = True
             return
@@ -211,10 +217,6 @@ class WriterLoop:
             return
         try:
             with self._derived.transaction() as conn:
-                lock_incidents(conn)
-                if not self._processor.may_route(conn, fresh[0].incident_number):
-                    self._backlog = self._route_due = True  # another node left older ones
-                    return
                 self._processor.route_signals(conn, fresh, now_us())
         except Exception as exc:
             # the runaway windows counted signals whose routing was rolled back
