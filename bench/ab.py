@@ -13,41 +13,13 @@ medians of durable signals/s and of the ratio to the trivial handler.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # bench/run.py: wrk, its summary, the row count
-
-
-def start(checkout: Path) -> tuple[Path, str, int, subprocess.Popen[str]]:
-    data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-ab-"))
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-
-    def cli(*args: str) -> str:
-        return subprocess.run(
-            [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
-            env=env, check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
-
-    cli("driver", "add", "bench")
-    token = json.loads(cli("token", "create", "--name", "bench", "--driver", "bench", "--json"))
-    port = run.free_port()
-    server = subprocess.Popen(
-        [sys.executable, str(checkout / "bench" / "server.py"), f"127.0.0.1:{port}", str(data_dir)],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    assert server.stdout is not None
-    if server.stdout.readline().strip() != "ready":
-        sys.exit(f"the node of {checkout} did not start")
-    return data_dir, token["token"], port, server
+import run  # bench/run.py: the node, wrk and one round
 
 
 def main() -> None:
@@ -58,7 +30,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=64)
     args = parser.parse_args()
     wrk = run.ensure_wrk()
-    nodes = [(checkout.resolve(), *start(checkout.resolve())) for checkout in args.checkouts]
+    nodes = [
+        (checkout.resolve(), *run.start_node(checkout.resolve())) for checkout in args.checkouts
+    ]
     results: dict[Path, list[tuple[float, float]]] = {node[0]: [] for node in nodes}
     try:
         for _, _, token, port, _ in nodes:
@@ -66,15 +40,10 @@ def main() -> None:
         for number in range(args.rounds):
             for checkout, data_dir, token, port, _ in nodes if number % 2 == 0 else nodes[::-1]:
                 base = f"http://127.0.0.1:{port}"
-                trivial = run.wrk(
-                    wrk, f"{base}/bench/trivial", args.connections, args.duration, token
+                trivial, signal = run.measure_round(
+                    wrk, base, data_dir, args.connections, args.duration, token
                 )
-                before = run.stored(data_dir / "alarmhub.db")
-                signal = run.wrk(
-                    wrk, f"{base}/rx/bench:bench/contact_id", args.connections, args.duration, token
-                )
-                time.sleep(0.2)
-                rate = (run.stored(data_dir / "alarmhub.db") - before) / signal["seconds"]
+                rate = signal["durable_rate"]
                 results[checkout].append((rate, rate / trivial["rate"]))
                 print(
                     f"{checkout.name:>20}: trivial {trivial['rate']:7.0f} req/s | contact_id "

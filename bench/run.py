@@ -45,14 +45,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def alarmhub(data_dir: Path, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return out.stdout
-
-
 def wrk_command(binary: str, url: str, connections: int, duration: int) -> list[str]:
     return [
         binary, "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
@@ -89,6 +81,46 @@ def stored(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM signal").fetchone()[0])
 
 
+def start_node(checkout: Path) -> tuple[Path, str, int, subprocess.Popen[str]]:
+    """A node of ``checkout`` (its ``src`` first on the path) on a new SQLite data directory,
+    with the ``bench`` driver and token: (data directory, token, port, process)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-bench-"))
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+
+    def cli(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
+            env=env, check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+
+    cli("driver", "add", "bench")
+    token = json.loads(cli("token", "create", "--name", "bench", "--driver", "bench", "--json"))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(checkout / "bench" / "server.py"), f"127.0.0.1:{port}", str(data_dir)],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert server.stdout is not None
+    if server.stdout.readline().strip() != "ready":
+        sys.exit(f"the benchmark node of {checkout} did not start")
+    return data_dir, str(token["token"]), port, server
+
+
+def measure_round(
+    binary: str, base: str, data_dir: Path, connections: int, duration: int, token: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """One round: wrk against the trivial handler, then against ``contact_id``; the second's
+    ``durable_rate`` counts the rows that reached the database."""
+    trivial = wrk(binary, f"{base}/bench/trivial", connections, duration, token)
+    before = stored(data_dir / "alarmhub.db")
+    signal = wrk(binary, f"{base}/rx/bench:bench/contact_id", connections, duration, token)
+    time.sleep(0.2)
+    rows = stored(data_dir / "alarmhub.db") - before
+    signal["durable_rate"] = rows / signal["seconds"]
+    signal["rows"] = rows
+    return trivial, signal
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per round")
@@ -98,33 +130,15 @@ def main() -> None:
     args = parser.parse_args()
     binary = ensure_wrk()
 
-    data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-bench-"))
-    alarmhub(data_dir, "driver", "add", "bench")
-    token = json.loads(
-        alarmhub(data_dir, "token", "create", "--name", "bench", "--driver", "bench", "--json")
-    )["token"]
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "server.py"), f"127.0.0.1:{port}", str(data_dir)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    data_dir, token, port, server = start_node(HERE.parent)
     try:
-        assert server.stdout is not None
-        if server.stdout.readline().strip() != "ready":
-            sys.exit("the benchmark server did not start")
         base = f"http://127.0.0.1:{port}"
         wrk(binary, f"{base}/bench/trivial", args.connections, 2, token)  # warm-up
         rounds = []
         for number in range(1, args.rounds + 1):
-            trivial = wrk(binary, f"{base}/bench/trivial", args.connections, args.duration, token)
-            before = stored(data_dir / "alarmhub.db")
-            signal = wrk(
-                binary, f"{base}/rx/bench:bench/contact_id", args.connections, args.duration, token
+            trivial, signal = measure_round(
+                binary, base, data_dir, args.connections, args.duration, token
             )
-            time.sleep(0.2)
-            rows = stored(data_dir / "alarmhub.db") - before
-            signal["durable_rate"] = rows / signal["seconds"]
-            signal["rows"] = rows
             ratio = signal["durable_rate"] / trivial["rate"]
             rounds.append({"trivial": trivial, "contact_id": signal, "ratio": ratio})
             print(

@@ -135,27 +135,27 @@ class WriterLoop:
         self._derived.close()
 
     def _may_route_committed(self) -> bool:
-        """Answers come first: the signals committed last are routed once no new signal waits
-        to be committed, so a commit's answers never wait for the routing of the one before;
-        under a steady stream they are routed when ROUTE_MAX_DELAY has passed or ROUTE_BATCH
-        are waiting, in one transaction whose fixed costs are paid for all of them."""
-        if len(self._unrouted) >= ROUTE_BATCH:
-            return True
-        if time.monotonic() - self._unrouted_since >= ROUTE_MAX_DELAY:
-            return True
-        self._receive(0.0)
-        return not self._waiting
+        """The signals committed last are routed once no new signal waits to be committed, so a
+        commit's answers never wait for the routing of the one before; under a steady stream,
+        when ROUTE_MAX_DELAY has passed or ROUTE_BATCH are waiting, in one transaction whose
+        fixed costs are paid for all of them."""
+        return len(self._unrouted) >= ROUTE_BATCH or self._answers_first(
+            time.monotonic() - self._unrouted_since
+        )
 
     def _may_route(self) -> bool:
-        """Answers come first: route when no signal waits to be committed, or when routing has
-        waited ROUTE_MAX_DELAY (so alarms keep flowing under a steady stream of signals). Under
-        load routing runs at most every ROUTE_MIN_INTERVAL, so that each routing transaction
-        takes a larger batch: its fixed costs are paid for many signals."""
-        since = time.monotonic() - self._last_route
-        if since >= ROUTE_MAX_DELAY:
+        """Catching up from the database: under load at most every ROUTE_MIN_INTERVAL, so that
+        each routing transaction takes a larger batch."""
+        return self._answers_first(time.monotonic() - self._last_route, ROUTE_MIN_INTERVAL)
+
+    def _answers_first(self, waited: float, at_least: float = 0.0) -> bool:
+        """Route when no signal waits to be committed (and ``at_least`` seconds have passed),
+        or when routing has waited ROUTE_MAX_DELAY, so alarms keep flowing under a steady
+        stream of signals."""
+        if waited >= ROUTE_MAX_DELAY:
             return True
         self._receive(0.0)
-        return not self._waiting and since >= ROUTE_MIN_INTERVAL
+        return not self._waiting and waited >= at_least
 
     def _receive(self, timeout: float | None = None) -> None:
         if not self._open:
@@ -183,7 +183,6 @@ class WriterLoop:
         del waiting[:frames]
         started = time.perf_counter()
         reply: dict[str, Any]
-        stored: list[Stored] = []
         try:
             with self._store.transaction() as conn:
                 if any(sig.idempotency_key is not None for sig in batch):
@@ -234,9 +233,9 @@ class WriterLoop:
         self._unrouted += fresh
 
     def _route_committed(self) -> None:
-        """Route the signals committed and answered since the last routing, from memory."""
-        signals = sorted(self._unrouted, key=lambda signal: signal.incident_number)
-        self._unrouted = []
+        """Route the signals committed and answered since the last routing, from memory (held
+        in the order they were committed: incident-number order)."""
+        signals, self._unrouted = self._unrouted, []
         try:
             with self._derived.transaction() as conn:
                 self._processor.route_signals(conn, signals, now_us())
