@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, text, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
@@ -27,8 +28,9 @@ from alarmhub.console.security import SignInThrottle
 from alarmhub.store import operations as store_ops
 from alarmhub.store import queries
 from alarmhub.store import schema as s
+from alarmhub.store.commit import lock_incidents
 from alarmhub.store.engine import open_engine, write_transaction
-from tests.conftest import Server, Station, cli, database_url, provision, wait_for
+from tests.conftest import ON_POSTGRES, Server, Station, cli, database_url, provision, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -227,6 +229,7 @@ def nobody_receiving(hub: Hub) -> Iterator[None]:
     until it hands them out itself."""
     yield
     with write_transaction(hub.engine) as conn:
+        lock_incidents(conn)  # as the console does: see store_ops.on_queues
         for status in store_ops.operator_statuses(conn):
             if status["receiving"]:
                 store_ops.set_receiving(conn, status["code"], False, now_us())
@@ -523,6 +526,7 @@ def test_receiving_hands_out_the_next_alarm_and_signs_on_again(hub: Hub) -> None
     assert statuses["OP4"]["in_process"] >= 1
     # signed off elsewhere (here: directly), the toggle signs on again
     with write_transaction(hub.engine) as conn:
+        lock_incidents(conn)
         store_ops.sign_off(conn, "OP4", now_us())
     refused(console.post("/take-next"), 403, "OPS-SIGNON")
     data = console.ok("/receiving", {"receiving": False})
@@ -551,6 +555,40 @@ def test_a_held_alarm_returns_to_pending_marked_been_on_hold(hub: Hub) -> None:
     assert hub.actions_on(alarm_id)[-1] == "UNHLD"
     console.ok(f"/alarms/{alarm_id}/take")
     console.ok(f"/alarms/{alarm_id}/resolve", {"resolution": "NOCON"})
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="row locks are PostgreSQL's; SQLite locks the file")
+def test_an_operator_action_waits_for_a_routing_turn_instead_of_deadlocking(hub: Hub) -> None:
+    """A routing turn holds the incident counter and then locks the idle operators to hand
+    out alarms. An operator's action that locked its own row first and then wanted the counter
+    deadlocked with it; PostgreSQL then failed one of the two (a 503 on the console)."""
+    console = hub.console().sign_in("OP3")
+    answers: list[httpx.Response] = []
+    with hub.engine.connect() as routing:  # what the writer's routing turn does, held open
+        with routing.begin():
+            lock_incidents(routing)
+            action = threading.Thread(
+                target=lambda: answers.append(console.post("/receiving", {"receiving": False}))
+            )
+            action.start()
+            with hub.engine.connect() as watch:
+                wait_for(
+                    lambda: watch.execute(_WAITING_FOR_A_LOCK).scalar(),
+                    "the console's transaction waiting for a lock",
+                )
+            routing.exec_driver_sql("SET LOCAL lock_timeout = '10s'")
+            routing.execute(
+                select(s.operator.c.code).where(s.operator.c.code == "OP3").with_for_update()
+            ).first()
+        action.join(30)
+    assert len(answers) == 1 and answers[0].status_code == 200, answers and answers[0].text
+    assert answers[0].json()["operator"]["receiving"] is False
+
+
+_WAITING_FOR_A_LOCK = text(
+    "SELECT count(*) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+)
 
 
 # bad input ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -112,7 +113,7 @@ class Console:
         return await asyncio.to_thread(run)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
-        return await self.runtime.writer.run(work)
+        return await self.runtime.writer.run(partial(store_ops.on_queues, work))
 
     async def session(self, request: Request) -> Session | None:
         token = security.session_cookie(request)

@@ -26,7 +26,7 @@ from alarmhub.core.operations import Action, AlarmState, Operator, Refusal, Role
 from alarmhub.core.router import Path
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
-from alarmhub.store.commit import allocate_incidents
+from alarmhub.store.commit import allocate_incidents, lock_incidents
 from alarmhub.store.engine import write_transaction
 
 T = TypeVar("T")
@@ -50,6 +50,17 @@ def run(engine: Engine, work: Callable[[Connection], T]) -> T:
                 raise
             refused = exc
     raise refused
+
+
+def on_queues(work: Callable[[Connection], T], conn: Connection) -> T:
+    """``work`` that may change the alarm queues or number incidents (every operator action),
+    after taking the incident counter's lock. Routing and supervision take that lock first too
+    (:func:`alarmhub.store.commit.lock_incidents`), so on PostgreSQL an operator's action and a
+    routing turn run one after the other instead of each holding a row the other waits for
+    (an operator's row against the counter, an alarm against the queue revision): a deadlock,
+    which PostgreSQL breaks after a second by failing one of them."""
+    lock_incidents(conn)
+    return work(conn)
 
 
 # operators ----------------------------------------------------------------------------------
@@ -122,6 +133,7 @@ def set_disabled(engine: Engine, code: str, disabled: bool, now_us: int) -> None
     """Disable (signs the operator off, ends their sessions, returns their alarms to pending)
     or enable an operator."""
     with write_transaction(engine) as conn:
+        lock_incidents(conn)  # it may change the queues: the order of :func:`on_queues`
         operator = load_operator(conn, code)
         if disabled and operator.signed_on:
             sign_off(conn, code, now_us)
