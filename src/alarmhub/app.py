@@ -137,10 +137,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starlette:
-    """One ASGI app serving the given interfaces, with health and metrics on each."""
-    routes: list[BaseRoute] = common_routes(runtime)
+    """One ASGI app serving the given interfaces, with health and metrics on each. The
+    signaling routes come first: they take nearly every request, and the router tries its
+    routes in order (each miss costs a regular-expression match)."""
+    routes: list[BaseRoute] = []
     if "rx" in parts:
         routes += rx_routes.routes(runtime)
+    routes += common_routes(runtime)
     if "rest" in parts:
         routes += xm_routes.routes(runtime)
         routes += console.routes(runtime)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import uvicorn
+from starlette.routing import BaseRoute
 
 from alarmhub.app import Part, Runtime, build_app
 from alarmhub.dc09 import server as dc09_server
@@ -54,7 +55,7 @@ async def run(
     settings: Settings,
     listeners: Sequence[Listener],
     on_ready: Callable[[Runtime], None] | None = None,
-    extra_routes: Callable[[Runtime], list[object]] | None = None,
+    extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
@@ -69,8 +70,8 @@ async def run(
     servers: list[_Server] = []
     for listener in listeners:
         app = build_app(runtime, listener.parts)
-        if extra_routes is not None:
-            app.router.routes.extend(extra_routes(runtime))  # type: ignore[arg-type]
+        if extra_routes is not None:  # first: the router tries routes in order
+            app.router.routes[:0] = extra_routes(runtime)
         config = uvicorn.Config(
             app,
             host=listener.host,
@@ -138,7 +139,7 @@ def serve(
     settings: Settings,
     listeners: Sequence[Listener],
     on_ready: Callable[[Runtime], None] | None = None,
-    extra_routes: Callable[[Runtime], list[object]] | None = None,
+    extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Run the node on uvloop until it is told to stop."""
