@@ -2,7 +2,8 @@
 
 It receives the same requests as ``contact_id`` (same bodies, same headers) in the same process,
 loop and HTTP stack, and answers the same bytes, so the ratio of the two rates measures the cost
-of authentication, validation and durable storage alone.
+of authentication, validation and durable storage alone. Its route is tried first (the router
+tries routes in order): behind the node's other routes it would pay for their matching too.
 """
 
 from __future__ import annotations
