@@ -565,17 +565,17 @@ def test_an_operator_action_waits_for_a_routing_turn_instead_of_deadlocking(hub:
     console = hub.console().sign_in("OP3")
     answers: list[httpx.Response] = []
     with hub.engine.connect() as routing:  # what the writer's routing turn does, held open
-        with routing.begin():
+        with routing.begin(), hub.engine.connect() as watch:
             lock_incidents(routing)
+            waiting = watch.execute(_WAITING_FOR_A_LOCK).scalar_one()  # the writer's, if any
             action = threading.Thread(
                 target=lambda: answers.append(console.post("/receiving", {"receiving": False}))
             )
             action.start()
-            with hub.engine.connect() as watch:
-                wait_for(
-                    lambda: watch.execute(_WAITING_FOR_A_LOCK).scalar(),
-                    "the console's transaction waiting for a lock",
-                )
+            wait_for(
+                lambda: watch.execute(_WAITING_FOR_A_LOCK).scalar_one() > waiting,
+                "the console's transaction waiting for a lock",
+            )
             routing.exec_driver_sql("SET LOCAL lock_timeout = '10s'")
             routing.execute(
                 select(s.operator.c.code).where(s.operator.c.code == "OP3").with_for_update()
