@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -100,7 +99,7 @@ NORMAL = SignalFields(dnis="1234", panel="0042", code="E130", area="01", zone="0
 
 def fields(**changes: str) -> SignalFields:
     """The normalised fields of the good body, with some changed."""
-    return replace(NORMAL, **changes)
+    return NORMAL._replace(**changes)
 
 
 ACCEPTED: list[tuple[str, dict[str, Any], SignalFields]] = [

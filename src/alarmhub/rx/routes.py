@@ -63,9 +63,25 @@ def refuse(refusal: Refusal) -> Response:
     return error_response(refusal)
 
 
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The body, or None when it is longer than ``limit`` bytes."""
-    length = request.headers.get("content-length")
+_HEADERS = {b"authorization": 0, b"idempotency-key": 1, b"content-length": 2}
+
+
+def _signal_headers(request: Request) -> list[str | None]:
+    """The Authorization, Idempotency-Key and Content-Length headers (the first of each, as
+    ``request.headers.get`` gives), read in one pass over the raw headers, whose names the
+    server gives in lower case. Starlette's mapping costs more: it is built for each request
+    and a missing header raises and catches KeyError."""
+    found: list[str | None] = [None, None, None]
+    for name, value in request.scope["headers"]:
+        index = _HEADERS.get(name)
+        if index is not None and found[index] is None:
+            found[index] = value.decode("latin-1")
+    return found
+
+
+async def _read_body(request: Request, limit: int, length: str | None) -> bytes | None:
+    """The body, or None when it is longer than ``limit`` bytes (``length``: the declared
+    Content-Length)."""
     if length is not None and length.isdigit():
         return await request.body() if int(length) <= limit else None
     chunks = bytearray()
@@ -107,12 +123,11 @@ def routes(runtime: Runtime) -> list[Route]:
 
     async def contact_id(request: Request) -> Response:
         received = now_us()
-        headers = request.headers
-        authorization = headers.get("authorization")
+        authorization, idempotency_key, length = _signal_headers(request)
         grant = grants.cached(authorization) or await grants.authenticate(authorization)
         if grant is None:
             return refuse(errors.AUTH_FAILED)
-        body = _decode(await _read_body(request, body_limit))
+        body = _decode(await _read_body(request, body_limit, length))
         if not isinstance(body, dict):
             return refuse(errors.BODY_INVALID)
         fields = validate(body)
@@ -121,7 +136,7 @@ def routes(runtime: Runtime) -> list[Route]:
         pair = split_pair(request.path_params["pair"])
         if pair is None or not grant.may_queue(pair[1]) or pair[1] not in grants.drivers:
             return refuse(errors.BUFFER_REFUSED)
-        key = _idempotency_key(headers.get("idempotency-key"))
+        key = _idempotency_key(idempotency_key)
         if isinstance(key, Refusal):
             return refuse(key)
         signal = Signal(pair[0], pair[1], fields, grant.name, received, key)
