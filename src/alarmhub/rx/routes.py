@@ -10,6 +10,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
@@ -40,6 +41,18 @@ def _render(refusal: Refusal) -> bytes:
     )
 
 
+class _Constant(Response):
+    """A response built once and sent for every request that gets it (the success envelope):
+    no headers to compute per request. Each sending gets its own copy of the header list,
+    since middleware may change a response's headers in place."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": list(self.raw_headers)})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+ACCEPTED_RESPONSE = _Constant(SUCCESS, media_type=JSON)
 _BODIES = {r.error_code: _render(r) for r in errors.ALL}
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -160,7 +173,7 @@ def routes(runtime: Runtime) -> list[Route]:
                     "duplicate": stored.duplicate,
                 },
             )
-        return Response(SUCCESS, media_type=JSON)
+        return ACCEPTED_RESPONSE
 
     async def heartbeat(request: Request) -> Response:
         authorization = request.headers.get("authorization")
@@ -173,7 +186,7 @@ def routes(runtime: Runtime) -> list[Route]:
             metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
             return error_response(errors.HEARTBEAT_REFUSED)
         runtime.heartbeats.beat(*pair)
-        return Response(SUCCESS, media_type=JSON)
+        return ACCEPTED_RESPONSE
 
     return [
         Route("/rx/{pair}/contact_id", contact_id, methods=["POST"]),
