@@ -47,12 +47,12 @@ class _Constant(Response):
     since middleware may change a response's headers in place."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start = {"type": "http.response.start", "status": self.status_code}
-        await send({**start, "headers": list(self.raw_headers)})
+        headers = list(self.raw_headers)
+        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": self.body})
 
 
-ACCEPTED_RESPONSE = _Constant(SUCCESS, media_type=JSON)
+SUCCESS_RESPONSE = _Constant(SUCCESS, media_type=JSON)
 _BODIES = {r.error_code: _render(r) for r in errors.ALL}
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -173,10 +173,10 @@ def routes(runtime: Runtime) -> list[Route]:
                     "duplicate": stored.duplicate,
                 },
             )
-        return ACCEPTED_RESPONSE
+        return SUCCESS_RESPONSE
 
     async def heartbeat(request: Request) -> Response:
-        authorization = request.headers.get("authorization")
+        authorization = _signal_headers(request)[0]
         grant = grants.cached(authorization) or await grants.authenticate(authorization)
         if grant is None:
             metrics.HEARTBEAT_REFUSED.labels(errors.AUTH_FAILED.error_code).inc()
@@ -186,7 +186,7 @@ def routes(runtime: Runtime) -> list[Route]:
             metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
             return error_response(errors.HEARTBEAT_REFUSED)
         runtime.heartbeats.beat(*pair)
-        return ACCEPTED_RESPONSE
+        return SUCCESS_RESPONSE
 
     return [
         Route("/rx/{pair}/contact_id", contact_id, methods=["POST"]),
