@@ -160,6 +160,27 @@ def test_plain_commit_signals_are_routed(engine: Engine, t0: int) -> None:
     assert of_incident(engine, restore)[0]["alarm_id"] == fire
 
 
+@pytest.mark.parametrize("count", [1, 37, 1000])
+def test_a_batch_of_any_size_is_stored_whole_and_in_order(
+    engine: Engine, t0: int, count: int
+) -> None:
+    """A batch goes in as a few statements of standard sizes (1000: 512, 256, 128, 64, 32
+    and 8 rows); every signal is stored once, numbered in the batch's order."""
+    batch = [sig("E130", t0 + i, panel=f"{i + 1:04d}") for i in range(count)]
+    statement = SignalInsert(engine)
+    with write_transaction(engine) as conn:
+        stored = store_plain(conn, statement, batch)
+    numbers = [x.incident_number for x in stored]
+    assert numbers == list(range(numbers[0], numbers[0] + count))
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(s.signal.c.incident_number, s.signal.c.panel).order_by(
+                s.signal.c.incident_number
+            )
+        ).all()
+    assert [tuple(r) for r in rows] == [(n, f"{i + 1:04d}") for i, n in enumerate(numbers)]
+
+
 def test_alarm_and_restore_in_one_batch_link(engine: Engine, t0: int) -> None:
     burglary, restore = store(engine, sig("E130", t0), sig("R130", t0 + 3 * SECOND))
     assert route(engine, processor(engine), t0 + 4 * SECOND) == 2
