@@ -77,7 +77,7 @@ class RowInsert:
     parsed again on every batch (either took half the writer's time)."""
 
     MAX_PARAMETERS = 30_000  # under SQLite's 32,766 bind parameters
-    MAX_ROWS = 512
+    MAX_ROWS = 512  # rows in one statement at most
 
     def __init__(self, engine: Engine, table: Table, columns: Sequence[str]) -> None:
         compiled = insert(table).compile(dialect=engine.dialect, column_keys=list(columns))
