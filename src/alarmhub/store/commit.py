@@ -67,14 +67,12 @@ class RowInsert:
 
     On SQLite a batch is a few multi-row ``VALUES`` statements whose sizes are powers of two
     (37 rows: 32, 4 and 1), so a connection uses at most ten statements per table, prepared
-    once and then taken from its statement cache. With one statement sized to each batch,
-    batches of many different sizes (a catch-up after a restart, a flood) overflow the cache
-    of 128 statements and each is parsed again: inserting alarm and history rows in batches of
-    20 to 100 rows then cost 136,000 instructions a pair of rows, against 96,000 this way
-    (counted with callgrind). On PostgreSQL a batch is one ``INSERT ... SELECT
-    * FROM unnest(...)`` with an array per column: a short statement prepared once, where the
-    driver's ``executemany`` binds and runs every row on its own and a long ``VALUES`` list is
-    parsed again on every batch (either took half the writer's time)."""
+    once and kept in its statement cache; one statement per batch size would overflow that
+    cache when batch sizes vary, and be parsed again (bench/README.md has the figures). On
+    PostgreSQL a batch is one ``INSERT ... SELECT * FROM unnest(...)`` with an array per
+    column: a short statement prepared once, where the driver's ``executemany`` binds and runs
+    every row on its own and a long ``VALUES`` list is parsed again on every batch (either took
+    half the writer's time)."""
 
     MAX_PARAMETERS = 30_000  # under SQLite's 32,766 bind parameters
     MAX_ROWS = 512  # rows in one statement at most
@@ -91,7 +89,7 @@ class RowInsert:
             self._group = group.strip()
             self._statements: dict[int, str] = {}
             most = min(self.MAX_ROWS, self.MAX_PARAMETERS // len(columns))
-            self._chunk = 1 << (most.bit_length() - 1)  # the largest power of two in it
+            self._most_rows = 1 << (most.bit_length() - 1)  # the largest power of two in it
         else:
             arrays = ", ".join(
                 f"%s::{table.c[name].type.compile(dialect=engine.dialect)}[]" for name in columns
@@ -114,7 +112,7 @@ class RowInsert:
             return
         start, total = 0, len(rows)
         while start < total:
-            size = min(self._chunk, 1 << ((total - start).bit_length() - 1))
+            size = min(self._most_rows, 1 << ((total - start).bit_length() - 1))
             chunk = rows[start : start + size]
             conn.exec_driver_sql(self._statement(size), tuple(chain.from_iterable(chunk)))
             start += size
