@@ -41,6 +41,14 @@ class Settings:
     dc09_supervision_seconds: int = 90
     dc09_max_connections: int = 10000
     dc09_idle_seconds: int = 600
+    dc09_max_connections_per_address: int = 200
+    # hostile input (docs/security.md): limits checked before any work is done
+    trusted_proxies: str = "127.0.0.1"
+    rest_max_body_bytes: int = 65536
+    xmhist_max_records: int = 10000
+    http_header_seconds: float = 10.0
+    http_max_header_bytes: int = 16384
+    http_max_connections: int = 2048
 
     @property
     def zone(self) -> tzinfo:
@@ -100,6 +108,13 @@ _KINDS: dict[str, type] = {
     "dc09_supervision_seconds": int,
     "dc09_max_connections": int,
     "dc09_idle_seconds": int,
+    "dc09_max_connections_per_address": int,
+    "trusted_proxies": str,
+    "rest_max_body_bytes": int,
+    "xmhist_max_records": int,
+    "http_header_seconds": float,
+    "http_max_header_bytes": int,
+    "http_max_connections": int,
 }
 
 
@@ -137,6 +152,12 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
         "dc09_supervision_seconds",
         "dc09_max_connections",
         "dc09_idle_seconds",
+        "dc09_max_connections_per_address",
+        "rest_max_body_bytes",
+        "xmhist_max_records",
+        "http_header_seconds",
+        "http_max_header_bytes",
+        "http_max_connections",
     ):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name} must be positive")
