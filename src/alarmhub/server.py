@@ -82,6 +82,7 @@ async def run(
             access_log=False,
             log_config=None,
             server_header=False,
+            forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-For/-Proto from these
             timeout_graceful_shutdown=30,
         )
         servers.append(_Server(config))

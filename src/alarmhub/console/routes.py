@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -31,6 +33,7 @@ from alarmhub.console import inputs, pages, security, views
 from alarmhub.console.feed import EventStream
 from alarmhub.console.inputs import BadInput
 from alarmhub.core.operations import Operator, Refusal, operator_code_problem
+from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import operations as store_ops
 from alarmhub.store.engine import StoreUnavailable
 
@@ -43,6 +46,9 @@ API = "/console/api"
 MAX_CODE_CHARS = 16
 MAX_PASSWORD_CHARS = 1024
 Handler = Callable[[Request, "Session"], Awaitable[dict[str, Any]]]
+THROTTLED = "Too many failed sign-ins: wait {seconds} seconds, then try again."
+BUSY_ADDRESS = "Too many sign-ins at once from this address: try again in a moment."
+BUSY_NODE = "The node is busy with other sign-ins: try again in a moment."
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +107,9 @@ class Console:
         self.runtime = runtime
         self.engine = runtime.engine
         self.feed = runtime.console
-        self.throttle = security.SignInThrottle()
+        self.throttle = SignInThrottle()
+        self.checks = security.FairChecks()
+        self.unknown = security.UnknownSessions()
 
     # plumbing ---------------------------------------------------------------------------------
 
@@ -116,11 +124,16 @@ class Console:
         return await self.runtime.writer.run(partial(store_ops.on_queues, work))
 
     async def session(self, request: Request) -> Session | None:
+        """The request's live session, or None. A cookie found to be no session is remembered
+        for a while (``UnknownSessions``): repeating it costs no database read."""
         token = security.session_cookie(request)
-        if token is None:
+        if token is None or token in self.unknown:
             return None
         operator = await self.read(lambda c: store_ops.session_operator(c, token, now_us()))
-        return Session(operator, token) if operator is not None else None
+        if operator is None:
+            self.unknown.add(token)
+            return None
+        return Session(operator, token)
 
     def api(self, handler: Handler, writes: bool) -> Callable[[Request], Awaitable[Response]]:
         """An API endpoint: a valid session (401), the CSRF header when it changes anything
@@ -162,7 +175,7 @@ class Console:
         session = await self.session(request)
         if session is None:
             response = security.secure_headers(RedirectResponse(security.LOGIN_PATH, 303))
-            if security.session_cookie(request):
+            if request.cookies.get(security.SESSION_COOKIE):
                 security.clear_session(response, request)
             return response
         return pages.console(session.operator, security.csrf_token(session.token))
@@ -181,6 +194,9 @@ class Console:
         return response
 
     async def login(self, request: Request) -> Response:
+        """Sign in: the form's checks, then the throttle of this (address, code) pair before
+        any password is checked, then the check in this address's turn (``FairChecks``).
+        An unknown code, a wrong password and a disabled operator get one and the same 401."""
         address = request.client.host if request.client else "unknown"
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
@@ -192,7 +208,8 @@ class Console:
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         code = fields.get("code", "").strip()
         password = fields.get("password", "")
-        if not security.login_token_ok(request, fields.get("csrf", "")):
+        form_token = fields.get("csrf", "")
+        if not security.login_token_ok(request, form_token):
             log.info("console sign-in refused", extra={"address": address, "reason": "csrf"})
             message = "This sign-in form has expired. Please sign in again."
             return self._login_page(request, message, code[:MAX_CODE_CHARS], 403)
@@ -201,45 +218,32 @@ class Console:
             return self._login_page(request, message, code[:MAX_CODE_CHARS], 422)
         if len(code) > MAX_CODE_CHARS or len(password) > MAX_PASSWORD_CHARS:
             return self._login_page(request, "Operator code or password too long.", status=422)
-        if not self.throttle.allowed(address):
-            log.warning("console sign-in throttled", extra={"address": address})
-            message = "Too many failed sign-ins from this computer: wait a minute."
-            return self._login_page(request, message, code, 429)
-        wait = self.throttle.turn()
-        if wait is None:
-            log.warning("console sign-ins queued too long", extra={"address": address})
-            message = "The node is busy with other sign-ins: try again in a moment."
-            return self._login_page(request, message, code, 429)
-        await asyncio.sleep(wait)
-
-        def sign_in(conn: Connection) -> tuple[Operator, str] | Refusal:
-            now = now_us()
-            try:
-                operator, token = store_ops.sign_in(conn, check, now)
-            except Refusal as refusal:
-                return refusal  # commit: the failed attempt counts towards the lock-out
-            store_ops.sign_on(conn, operator.code, now, receiving=True)
-            return operator, token
-
+        who = {"operator": _loggable(code), "address": address}
+        wait = self.throttle.attempt(address, code, time.monotonic())
+        if wait:
+            log.warning("console sign-in throttled", extra={**who, "wait_seconds": round(wait)})
+            return _refused(form_token, THROTTLED.format(seconds=math.ceil(wait)), 429, wait)
         try:
-            # the slow hash check on a read connection: no write lock held meanwhile
-            check = await self.read(lambda c: store_ops.check_password(c, code, password))
-            outcome = await self.write(sign_in)
-        except Refusal as refusal:
-            outcome = refusal
+            async with self.checks.turn(client_key(address)):
+                check = await self.read(lambda c: store_ops.check_password(c, code, password))
+            if check.matched:
+                operator, token = await self.write(partial(_sign_in, check))
+        except security.Busy as busy:
+            log.warning("console sign-ins queued", extra={**who, "per_address": busy.per_address})
+            if busy.per_address:
+                return _refused(form_token, BUSY_ADDRESS, 429, 1.0)
+            return _refused(form_token, BUSY_NODE, 503, 1.0)
+        except Refusal as refusal:  # the operator changed between the check and the session
+            check = store_ops.PasswordCheck(code, False, refusal.code)
         except (StoreUnavailable, SQLAlchemyError) as exc:
             log.warning("console sign-in failed", extra={"error": repr(exc)})
             message = "The database is busy or unreachable. Try again."
             return self._login_page(request, message, code, 503)
-        if isinstance(outcome, Refusal):
-            if outcome.code == "OPS-SIGNIN":
-                self.throttle.failed(address)
-            log.info(
-                "console sign-in refused",
-                extra={"operator": _loggable(code), "address": address, "reason": outcome.code},
-            )
-            return self._login_page(request, outcome.message, code, outcome.status)
-        operator, token = outcome
+        if not check.matched:
+            log.info("console sign-in refused", extra={**who, "reason": check.reason})
+            refused = store_ops.SIGN_IN_REFUSED
+            return _refused(form_token, refused.message, refused.status)
+        self.throttle.succeeded(address, code)
         log.info("console sign-in", extra={"operator": operator.code, "address": address})
         response = security.secure_headers(RedirectResponse(security.CONSOLE_PATH, 303))
         security.set_session(response, request, token)
@@ -398,6 +402,24 @@ class Console:
                 name="console-static",
             ),
         ]
+
+
+def _sign_in(check: store_ops.PasswordCheck, conn: Connection) -> tuple[Operator, str]:
+    """A session for a matched password, and the operator signed on, receiving."""
+    now = now_us()
+    operator, token = store_ops.sign_in(conn, check, now)
+    store_ops.sign_on(conn, operator.code, now, receiving=True)
+    return operator, token
+
+
+def _refused(form_token: str, message: str, status: int, retry: float = 0.0) -> Response:
+    """A refused sign-in: the form again with ``message``, the code field empty and the form's
+    own token (its cookie stays as it is), so that the answer depends on nothing but the
+    reason: the same bytes for an unknown code, a wrong password and a disabled operator."""
+    response = pages.login(form_token, message, "", status)
+    if retry:
+        response.headers["Retry-After"] = str(math.ceil(retry))
+    return response
 
 
 async def _to_console(_: Request) -> Response:

@@ -1,4 +1,5 @@
-"""The console's session cookie, CSRF tokens, security headers and the sign-in throttle.
+"""The console's session cookie, CSRF tokens, security headers, the fair queue of password
+checks and the cache of unknown session cookies.
 
 The session token (from ``store.operations.sign_in``) travels only in an HttpOnly, SameSite=Strict
 cookie. Every state-changing request also carries ``X-CSRF-Token``: an HMAC of the session token,
@@ -8,12 +9,16 @@ before any session exists, is protected by a double-submit cookie.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from base64 import urlsafe_b64encode
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 from starlette.requests import Request
@@ -30,6 +35,7 @@ SESSION_SECONDS = SESSION_HOURS * 3600
 LOGIN_FORM_SECONDS = 3600
 MAX_TOKEN_CHARS = 128
 _CSRF_PURPOSE = b"alarmhub console csrf v1"
+_SESSION_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -57,8 +63,10 @@ def csrf_ok(request: Request, session_token: str) -> bool:
 
 
 def session_cookie(request: Request) -> str | None:
+    """The session cookie, when it has the form of a session token (43 URL-safe base64
+    characters): anything else is no session, without asking the database."""
     token = request.cookies.get(SESSION_COOKIE)
-    if not token or len(token) > MAX_TOKEN_CHARS:
+    if not token or not _SESSION_TOKEN.fullmatch(token):
         return None
     return token
 
@@ -124,52 +132,117 @@ def secure_headers(response: R, store: bool = False) -> R:
     return response
 
 
-class SignInThrottle:
-    """How fast sign-ins may come, per client address and per node.
+class Busy(Exception):
+    """No room to wait for a password check: ``per_address`` is True when it is the client
+    address's own share that is full, False when the whole node's queue is."""
 
-    Each sign-in checks an Argon2 hash (about 0.1 s of CPU) inside a write transaction, so
-    unbounded attempts would hold the database's write lock that signals need. Per address at
-    most ``failures`` failed attempts in ``window`` seconds; per node one attempt every
-    ``spacing`` seconds, later ones waiting their turn for at most ``max_wait`` seconds."""
+    def __init__(self, per_address: bool) -> None:
+        super().__init__("busy")
+        self.per_address = per_address
 
-    def __init__(
-        self,
-        failures: int = 10,
-        window: float = 60.0,
-        spacing: float = 0.5,
-        max_wait: float = 10.0,
-    ) -> None:
-        self.failures = failures
-        self.window = window
-        self.spacing = spacing
-        self.max_wait = max_wait
-        self._failed: dict[str, deque[float]] = {}
-        self._next_start = 0.0
 
-    def allowed(self, address: str) -> bool:
-        """False while ``address`` has used up its failed attempts."""
-        failed = self._failed.get(address)
-        if not failed:
-            return True
-        stale = time.monotonic() - self.window
-        while failed and failed[0] <= stale:
-            failed.popleft()
-        return len(failed) < self.failures
+class FairChecks:
+    """Password checks (Argon2: about 0.1 s of CPU and 64 MiB each) shared fairly between
+    client addresses: at most ``slots`` at once on the node and one at a time per address, the
+    next one taken from the waiting addresses in turn. One address holds at most
+    ``per_address`` places (waiting or running) and the node at most ``total``; beyond that an
+    attempt is refused at once (:class:`Busy`), so a burst from one address never makes
+    another address wait behind it."""
 
-    def failed(self, address: str) -> None:
-        now = time.monotonic()
-        if len(self._failed) > 10_000:
-            stale = now - self.window
-            for known in [a for a, d in self._failed.items() if not d or d[-1] <= stale]:
-                del self._failed[known]
-        self._failed.setdefault(address, deque()).append(now)
+    def __init__(self, slots: int = 2, per_address: int = 4, total: int = 256) -> None:
+        self.slots = slots
+        self.per_address = per_address
+        self.total = total
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        self._held: dict[str, int] = {}  # places per address: waiting and running
+        self._running: set[str] = set()
+        self._places = 0
 
-    def turn(self) -> float | None:
-        """How long this attempt waits for its turn (reserved on return), or None when the
-        queue is longer than ``max_wait``."""
-        now = time.monotonic()
-        start = max(now, self._next_start)
-        if start - now > self.max_wait:
-            return None
-        self._next_start = start + self.spacing
-        return start - now
+    @asynccontextmanager
+    async def turn(self, address: str) -> AsyncIterator[None]:
+        """Wait for this address's turn and hold a slot meanwhile; :class:`Busy` when full."""
+        if self._held.get(address, 0) >= self.per_address:
+            raise Busy(per_address=True)
+        if self._places >= self.total:
+            raise Busy(per_address=False)
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(address, deque()).append(ready)
+        self._held[address] = self._held.get(address, 0) + 1
+        self._places += 1
+        try:
+            self._dispatch()
+            try:
+                await ready
+            except asyncio.CancelledError:
+                if ready.done() and not ready.cancelled():  # its turn came as it was cancelled
+                    self._release(address)
+                else:
+                    self._forget(address, ready)
+                raise
+            try:
+                yield
+            finally:
+                self._release(address)
+        finally:
+            self._places -= 1
+            left = self._held[address] - 1
+            if left:
+                self._held[address] = left
+            else:
+                del self._held[address]
+
+    def _dispatch(self) -> None:
+        while len(self._running) < self.slots:
+            address = next((a for a in self._waiting if a not in self._running), None)
+            if address is None:
+                return
+            queue = self._waiting[address]
+            ready = queue.popleft()
+            if queue:
+                self._waiting.move_to_end(address)  # its next one waits for the others' turn
+            else:
+                del self._waiting[address]
+            self._running.add(address)
+            ready.set_result(None)
+
+    def _release(self, address: str) -> None:
+        self._running.discard(address)
+        self._dispatch()
+
+    def _forget(self, address: str, ready: asyncio.Future[None]) -> None:
+        queue = self._waiting.get(address)
+        if queue is not None and ready in queue:
+            queue.remove(ready)
+            if not queue:
+                del self._waiting[address]
+
+
+class UnknownSessions:
+    """Session cookies lately found to be no session, by their SHA-256, so that a client
+    repeating one costs no database read: at most ``size`` of them, each for ``seconds``."""
+
+    def __init__(self, size: int = 10_000, seconds: float = 60.0) -> None:
+        self.size = size
+        self.seconds = seconds
+        self._until: OrderedDict[bytes, float] = OrderedDict()
+
+    @staticmethod
+    def _key(token: str) -> bytes:
+        return hashlib.sha256(token.encode()).digest()
+
+    def __contains__(self, token: str) -> bool:
+        key = self._key(token)
+        until = self._until.get(key)
+        if until is None:
+            return False
+        if until <= time.monotonic():
+            del self._until[key]
+            return False
+        return True
+
+    def add(self, token: str) -> None:
+        key = self._key(token)
+        self._until.pop(key, None)
+        self._until[key] = time.monotonic() + self.seconds
+        while len(self._until) > self.size:
+            self._until.popitem(last=False)

@@ -18,8 +18,6 @@ HOLD_MINUTES_MAX = 24 * 60
 REASON_MAX = 200
 RESOLUTION_TEXT_MAX = 60
 PASSWORD_MIN = 8
-LOCKOUT_FAILURES = 5
-LOCKOUT_MINUTES = 15
 _CODE = re.compile(r"^[A-Za-z0-9]{1,3}$")
 _RESOLUTION = re.compile(r"^[A-Z0-9_-]{1,8}$")
 
@@ -93,8 +91,8 @@ DEFAULT_RESOLUTIONS: dict[str, str] = {
 
 class Refusal(Exception):
     """An action the rules refuse; ``code`` is stable for programs, ``message`` is for people.
-    A refusal that is ``recorded`` keeps what its transaction wrote (a failed sign-in counts
-    towards the lock-out); any other refusal changes nothing."""
+    A refusal that is ``recorded`` keeps what its transaction wrote; any other refusal changes
+    nothing. (Sign-in failures are counted by ``core.sign_in``'s throttle, not written.)"""
 
     def __init__(self, code: str, message: str, status: int = 409, recorded: bool = False) -> None:
         super().__init__(message)
@@ -287,7 +285,3 @@ def handling_times(
             times["OPR_FIRST_CALL"] = duration(first_call_us - taken_us)
         times["OPR_HANDLING"] = duration(now_us - taken_us)
     return times
-
-
-def locked_out(failures: int) -> bool:
-    return failures >= LOCKOUT_FAILURES

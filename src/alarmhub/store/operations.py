@@ -20,7 +20,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.clock import now_us
+from alarmhub import clock
 from alarmhub.core import operations as ops
 from alarmhub.core.operations import Action, AlarmState, Operator, Refusal, Role
 from alarmhub.core.router import Path
@@ -40,7 +40,7 @@ o = s.operator.c
 
 def run(engine: Engine, work: Callable[[Connection], T]) -> T:
     """Run ``work`` in one write transaction. A refusal rolls it back, unless the refusal is
-    ``recorded`` (a failed sign-in): then what it wrote is committed, and it is raised after."""
+    ``recorded``: then what it wrote is committed, and it is raised after."""
     refused: Refusal
     with write_transaction(engine) as conn:
         try:
@@ -89,7 +89,7 @@ def add_operator(
     with write_transaction(engine) as conn:
         if conn.execute(select(o.code).where(o.code == code)).first():
             raise provisioning.ProvisioningError(f"operator {code!r} already exists")
-        created = now_us()
+        created = clock.now_us()
         conn.execute(
             insert(s.operator).values(
                 code=code,
@@ -99,7 +99,7 @@ def add_operator(
                 disabled=False,
                 created_us=created,
                 receiving=False,
-                failed_logins=0,
+                failed_logins=0,  # of the old lock-out: kept in the schema, no longer used
             )
         )
     return {"code": code, "name": name.strip(), "role": role, "created_us": created}
@@ -138,20 +138,31 @@ def set_disabled(engine: Engine, code: str, disabled: bool, now_us: int) -> None
         if disabled and operator.signed_on:
             sign_off(conn, code, now_us)
         if disabled:
-            conn.execute(delete(s.console_session).where(s.console_session.c.operator == code))
+            end_sessions(conn, code)
         conn.execute(update(s.operator).where(o.code == code).values(disabled=disabled))
         provisioning.bump_revision(conn, queries.QUEUE)
 
 
-def set_password(engine: Engine, code: str, password: str) -> None:
+def set_password(engine: Engine, code: str, password: str, now_us: int | None = None) -> int:
+    """Set an operator's password. Their console sessions end (an old cookie no longer
+    works) and, when signed on, they are signed off: their alarms in process go back to
+    pending, never left with a console that is gone. How many sessions ended."""
     password_hash = hash_password(password)
+    now = now_us if now_us is not None else clock.now_us()
     with write_transaction(engine) as conn:
-        load_operator(conn, code)
-        conn.execute(
-            update(s.operator)
-            .where(o.code == code)
-            .values(password_hash=password_hash, failed_logins=0, locked_until_us=None)
-        )
+        lock_incidents(conn)  # it may change the queues: the order of :func:`on_queues`
+        operator = load_operator(conn, code)
+        conn.execute(update(s.operator).where(o.code == code).values(password_hash=password_hash))
+        ended = end_sessions(conn, code)
+        if operator.signed_on:
+            sign_off(conn, code, now)
+    return ended
+
+
+def end_sessions(conn: Connection, code: str) -> int:
+    """End every console session of operator ``code``; how many."""
+    cs = s.console_session.c
+    return conn.execute(delete(s.console_session).where(cs.operator == code)).rowcount
 
 
 def load_operator(conn: Connection, code: str) -> Operator:
@@ -214,57 +225,50 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+SIGN_IN_REFUSED = Refusal("OPS-SIGNIN", "wrong operator code or password", 401)
+"""The one answer to a sign-in with an unknown code, a wrong password, or a disabled operator."""
+
+
 @dataclass(frozen=True, slots=True)
 class PasswordCheck:
-    """The outcome of checking an operator's password, to be recorded by :func:`sign_in`."""
+    """The outcome of checking an operator's password, for :func:`sign_in`; ``reason`` says
+    why it did not match, for the log only (``unknown``, ``password``, ``disabled``)."""
 
     code: str
     matched: bool
+    reason: str = ""
 
 
 def check_password(conn: Connection, code: str, password: str) -> PasswordCheck:
     """Check an operator's password (argon2: about 0.1 s of CPU) on a read connection, outside
-    any write transaction, so that signals never wait for it. Unknown operator, no password set
-    and a wrong password take the same work and give the same answer."""
-    row = conn.execute(select(o.password_hash).where(o.code == code)).first()
+    any write transaction, so that signals never wait for it. An unknown operator, one without
+    a password, a disabled one and a wrong password take the same work and do not match."""
+    row = conn.execute(select(o.password_hash, o.disabled).where(o.code == code)).first()
     if row is None or row.password_hash is None:
         _verify(_DUMMY_HASH, password)
-        return PasswordCheck(code, False)
-    return PasswordCheck(code, _verify(row.password_hash, password))
+        return PasswordCheck(code, False, "unknown")
+    matched = _verify(row.password_hash, password)
+    if not matched:
+        return PasswordCheck(code, False, "password")
+    if row.disabled:
+        return PasswordCheck(code, False, "disabled")
+    return PasswordCheck(code, True)
 
 
 def sign_in(conn: Connection, check: PasswordCheck, now_us: int) -> tuple[Operator, str]:
-    """Record a password check (in a write transaction) and open a console session: the
-    operator and the session token.
+    """Open a console session for a matched password check (in a write transaction): the
+    operator and the session token. Expired sessions of every operator are purged here.
 
-    Wrong passwords count; after LOCKOUT_FAILURES in a row the operator is locked out for
-    LOCKOUT_MINUTES, and a locked operator is refused even with the right password. A failure
-    is a ``recorded`` refusal: its count is committed although the sign-in is refused."""
+    Anything else is refused with :data:`SIGN_IN_REFUSED`, whatever the reason; failures are
+    counted by the console's throttle (``core.sign_in``), not here. The columns
+    ``failed_logins`` and ``locked_until_us`` of the old lock-out are no longer used."""
     code = check.code
-    row = conn.execute(select(s.operator).where(o.code == code)).mappings().first()
-    if row is None or row["password_hash"] is None:
-        raise Refusal("OPS-SIGNIN", "wrong operator code or password", 401)
-    if row["locked_until_us"] is not None and row["locked_until_us"] > now_us:
-        minutes = (row["locked_until_us"] - now_us) // 60_000_000 + 1
-        raise Refusal(
-            "OPS-LOCKED",
-            f"too many failed sign-ins: operator {code} is locked for {minutes} more minutes",
-            429,
-        )
     if not check.matched:
-        failures = row["failed_logins"] + 1
-        locked = now_us + ops.LOCKOUT_MINUTES * 60_000_000 if ops.locked_out(failures) else None
-        conn.execute(
-            update(s.operator)
-            .where(o.code == code)
-            .values(failed_logins=0 if locked else failures, locked_until_us=locked)
-        )
-        raise Refusal("OPS-SIGNIN", "wrong operator code or password", 401, recorded=True)
-    if row["disabled"]:
-        raise Refusal("OPS-DISABLED", f"operator {code} is disabled", 403)
-    conn.execute(
-        update(s.operator).where(o.code == code).values(failed_logins=0, locked_until_us=None)
-    )
+        raise SIGN_IN_REFUSED
+    row = conn.execute(select(s.operator).where(o.code == code)).mappings().first()
+    if row is None or row["password_hash"] is None or row["disabled"]:  # changed meanwhile
+        raise SIGN_IN_REFUSED
+    purge_sessions(conn, now_us)
     token = secrets.token_urlsafe(32)
     conn.execute(
         insert(s.console_session).values(
@@ -275,6 +279,12 @@ def sign_in(conn: Connection, check: PasswordCheck, now_us: int) -> tuple[Operat
         )
     )
     return _operator(row), token
+
+
+def purge_sessions(conn: Connection, now_us: int) -> int:
+    """Delete expired console sessions (of every operator); how many."""
+    cs = s.console_session.c
+    return conn.execute(delete(s.console_session).where(cs.expires_us <= now_us)).rowcount
 
 
 def _verify(password_hash: str, password: str) -> bool:
