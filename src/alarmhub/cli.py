@@ -736,7 +736,7 @@ def operator_enable(code: str, data_dir: Path | None, as_json: bool) -> None:
 @json_option
 @provisioning_errors
 def operator_password(code: str, password: str, data_dir: Path | None, as_json: bool) -> None:
-    """Set operator CODE's console password (and lift a lock-out)."""
+    """Set operator CODE's console password; their console sessions end (signed off)."""
     operations.set_password(open_store(data_dir), code, password)
     emit(as_json, {"code": code, "password_set": True},
          lambda: click.echo(f"password of operator {code} set"))  # fmt: skip

@@ -149,7 +149,7 @@ class FairChecks:
     attempt is refused at once (:class:`Busy`), so a burst from one address never makes
     another address wait behind it."""
 
-    def __init__(self, slots: int = 2, per_address: int = 4, total: int = 256) -> None:
+    def __init__(self, slots: int = 2, per_address: int = 8, total: int = 256) -> None:
         self.slots = slots
         self.per_address = per_address
         self.total = total
