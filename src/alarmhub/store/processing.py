@@ -33,6 +33,7 @@ from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import (
     SIGNAL_PATHS,
     HistoryEvent,
+    Path,
     Router,
     StoredSignal,
     runaway_key,
@@ -139,6 +140,7 @@ class SqlRepository:
         self._known_accounts: set[str] = set()
         self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
+        self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
         self._queue_changed = False
 
@@ -189,11 +191,51 @@ class SqlRepository:
         ).scalar()
         return int(found) if found is not None else None
 
+    def open_unknown_alarm(self, source: str, destination: str) -> int | None:
+        # the alarms raised in this transaction are pending; those before it are found in the
+        # open states (few rows: the queue index); the caller holds the incident counter's lock,
+        # so on a shared database no other node raises or joins one meanwhile
+        key = (source, destination)
+        known = self._unknown_alarms.get(key)
+        if known is not None:
+            return known
+        a = s.alarm.c
+        found = self._conn.execute(
+            select(a.alarm_id)
+            .where(
+                a.state.in_(OPEN_STATES),
+                a.path == Path.UNKNOWN.value,
+                a.source == source,
+                a.destination == destination,
+            )
+            .order_by(a.alarm_id.desc())
+            .limit(1)
+        ).scalar()
+        if found is None:
+            return None
+        self._unknown_alarms[key] = int(found)
+        return int(found)
+
+    def join_alarm(self, alarm_id: int, priority: str) -> None:
+        buffered = self._alarms.get(alarm_id)
+        if buffered is not None:
+            buffered["priority"] = min(buffered["priority"], priority)
+            return
+        a = s.alarm.c
+        self._conn.execute(
+            update(s.alarm)
+            .where(a.alarm_id == alarm_id, a.priority > priority)
+            .values(priority=priority)
+        )
+        self._queue_changed = True  # the alarm screen shows one signal more
+
     def new_incident_number(self) -> int:
         return allocate_incidents(self._conn, 1)
 
     def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
         self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
+        if alarm.path is Path.UNKNOWN:
+            self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
 
     def add_history(self, event: HistoryEvent) -> None:
         self._history.append(_history_row(event))
