@@ -17,7 +17,7 @@ from my_dc09_spt.msg.dc05_msg import dc05_msg
 from alarmhub.store import operations
 from alarmhub.store.engine import open_engine
 from tests import dc09_panel
-from tests.conftest import ON_POSTGRES, Server, cli, database_url, db_rows, free_port, wait_for
+from tests.conftest import ON_POSTGRES, Server, database_url, db_rows, free_port, wait_for
 from tests.dc09_panel import KEY, KEYED_ACCOUNT, Panel, kind, read_answers, signal_count, spt
 
 pytestmark = pytest.mark.slow
@@ -59,7 +59,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Pan
         assert "Traceback" not in log and "Exception in callback" not in log, log[-3000:]
 
 
-# --- item 2: an encrypted frame names one account ------------------------------------------------
+# --- item 2: an encrypted frame names one account -------------------------------------------------
 
 
 def test_encrypted_frame_naming_another_account_is_duh_and_not_stored(
@@ -80,7 +80,7 @@ def test_encrypted_frame_naming_another_account_is_duh_and_not_stored(
     assert signal_count(data_dir, "panel = '1234' AND zone = '009'") == 0
 
 
-# --- item 3: UDP, one answer per datagram ----------------------------------------------------------
+# --- item 3: UDP, one answer per datagram ---------------------------------------------------------
 
 
 def test_a_hundred_frame_datagram_gets_one_answer(node: tuple[Server, Panel, Path]) -> None:
@@ -100,7 +100,7 @@ def test_a_hundred_frame_datagram_gets_one_answer(node: tuple[Server, Panel, Pat
     assert kind(panel.udp(_event("1234", 801, zone=801))) == "ACK"
 
 
-# --- item 3: TCP, per-address cap, idle separators, back-pressure ----------------------------------
+# --- item 3: TCP, per-address cap, idle separators, back-pressure ---------------------------------
 
 
 def _connect(port: int, host: str = "127.0.0.1") -> socket.socket:
