@@ -71,6 +71,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         self._setups: dict[str, dc09.AccountSetup] = {}
         self.links: dict[str, Link] = {}
         self._known: dict[dc09.Sender, bool] = {}
+        self._generation = 0  # of the provisioning the known answers hold for
         self._asking: dict[dc09.Sender, int] = {}
         self._asker: asyncio.Task[None] | None = None
 
@@ -80,6 +81,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         self._lines = dc09.lines(conn)
         self._setups = dc09.setups(conn, self._station_key)
         self._known = {}  # lines, masks or accounts may have changed
+        self._generation += 1
 
     def key_of(self, account: str) -> bytes | None:
         setup = self._setups.get(account)
@@ -154,6 +156,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
             if not self._asking:
                 continue
             asking, self._asking = self._asking, {}
+            generation = self._generation
             try:
                 found = await asyncio.to_thread(self._ask, list(asking))
             except Exception as exc:  # the database may be away: asked again at next message
@@ -162,7 +165,8 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
             if len(self._known) + len(asking) > KNOWN_MAX:
                 self._known = {}
             for sender, at in asking.items():
-                self._known[sender] = sender in found
+                if generation == self._generation:  # else asked again at its next message
+                    self._known[sender] = sender in found
                 if sender in found and sender[0] not in self.links:
                     self._link(sender, at)
 
