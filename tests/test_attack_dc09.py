@@ -14,11 +14,15 @@ from pathlib import Path
 import pytest
 from my_dc09_spt.msg.dc05_msg import dc05_msg
 
+from alarmhub.core.router import Path as Route
+from alarmhub.core.router import Router, StoredSignal
+from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import operations
 from alarmhub.store.engine import open_engine
 from tests import dc09_panel
 from tests.conftest import ON_POSTGRES, Server, database_url, db_rows, free_port, wait_for
 from tests.dc09_panel import KEY, KEYED_ACCOUNT, Panel, kind, read_answers, signal_count, spt
+from tests.test_core_router import DNIS, FakeRepository
 
 pytestmark = pytest.mark.slow
 
@@ -188,6 +192,37 @@ def test_a_peer_that_never_reads_is_not_read_either(node: tuple[Server, Panel, P
             assert _polled(other) == "ACK"
     finally:
         sock.close()
+
+
+# --- item 3: the router's rule (pure) ------------------------------------------------------------
+
+
+def _unknown(repo: FakeRepository, panel: str, code: str, source: str, destination: str) -> int:
+    sig = StoredSignal(
+        repo.new_incident_number(), source, destination, DNIS, panel, code, "01", "001", 1
+    )
+    Router(RunawayMonitor(limit=10, minutes=2)).route(repo, sig, 2)
+    [event] = repo.events_of(sig.incident_number)
+    assert event.path is Route.UNKNOWN and event.panel == panel
+    assert event.alarm_id is not None
+    return event.alarm_id
+
+
+def test_unknown_dc09_accounts_of_one_line_join_its_open_alarm() -> None:
+    repo = FakeRepository()
+    first = _unknown(repo, "901", "E130", "R0L0", "dc09")
+    assert [_unknown(repo, f"9{i:02d}", "E130", "R0L0", "dc09") for i in range(50)] == [first] * 50
+    assert list(repo.alarms) == [first]
+    burglary = repo.alarms[first].priority
+    assert _unknown(repo, "902", "E110", "R0L0", "dc09") == first  # a fire joins, and
+    assert repo.alarms[first].priority < burglary  # the alarm takes its priority
+    other_line = _unknown(repo, "903", "E130", "R0L1", "dc09")
+    assert other_line != first  # another line has an alarm of its own
+    repo.closed.add(first)  # resolved: the next unknown account of the line raises a new one
+    assert _unknown(repo, "904", "E130", "R0L0", "dc09") not in (first, other_line)
+    # contact_id keeps one alarm per signal
+    raised = {_unknown(repo, f"8{i:02d}", "E130", "site1", "rx1") for i in range(3)}
+    assert len(raised) == 3
 
 
 # --- item 3: a flood of unknown accounts ----------------------------------------------------------
