@@ -59,6 +59,7 @@ class FakeRepository:
     last_incident: int = 1000
     test_alarm: dict[str, int] = field(default_factory=dict)
     last_test_us: dict[str, int] = field(default_factory=dict)
+    closed: set[int] = field(default_factory=set)  # alarms resolved by an operator
 
     def line_mask(self, dnis: str) -> str | None:
         return self.masks.get(dnis)
@@ -80,6 +81,21 @@ class FakeRepository:
             ) == (account_number, event_code, area, zone):
                 return alarm_id
         return None
+
+    def open_unknown_alarm(self, source: str, destination: str) -> int | None:
+        for alarm_id in sorted(self.alarms, reverse=True):
+            a = self.alarms[alarm_id]
+            if (
+                alarm_id not in self.closed
+                and a.path is Path.UNKNOWN
+                and (a.source, a.destination) == (source, destination)
+            ):
+                return alarm_id
+        return None
+
+    def join_alarm(self, alarm_id: int, priority: str) -> None:
+        alarm = self.alarms[alarm_id]
+        alarm.priority = min(alarm.priority, priority)
 
     def new_incident_number(self) -> int:
         self.last_incident += 1

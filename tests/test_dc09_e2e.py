@@ -250,7 +250,11 @@ def test_a_thousand_connections_with_frames_split_at_every_byte(hub: Hub) -> Non
     ]
 
     async def one(i: int, wire: bytes) -> bytes:
-        reader, writer = await asyncio.open_connection("127.0.0.1", hub.panel.port)
+        # from eight addresses: at most 200 connections from one (the per-address cap)
+        local = (f"127.0.0.{2 + i % 8}", 0)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", hub.panel.port, local_addr=local
+        )
         cut = i % (len(wire) + 1)  # every byte boundary, the ends included
         writer.write(wire[:cut])
         await writer.drain()

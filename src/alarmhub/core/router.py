@@ -2,6 +2,11 @@
 and the alarms the system raises itself. Pure rules over a repository the store provides.
 
 Every history event records its path in PR_CHECKSUM (one of ``Path``).
+
+Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
+a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
+open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
+senders on one line is one alarm, each of its signals still an event of history.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from alarmhub.core.signal import Signal
 TEST_REPORT = "602"
 HIST_TEXT_MAX = 80
 SECOND_ZONE_IS = {"zone": "Z", "user": "U", "none": "N"}
+JOINING_DESTINATIONS = frozenset({"dc09"})  # a receiver line's unknown accounts: one alarm
 
 
 class Path(StrEnum):
@@ -105,6 +111,15 @@ class Repository(Protocol):
     def open_alarm(
         self, account_number: str, event_code: str, area: str, zone: str
     ) -> int | None: ...
+    def open_unknown_alarm(self, source: str, destination: str) -> int | None:
+        """The newest UNKNOWN ACCOUNT alarm of ``source``:``destination`` still open (pending,
+        in process or on hold), if any."""
+        ...
+
+    def join_alarm(self, alarm_id: int, priority: str) -> None:
+        """A signal joined the open alarm ``alarm_id``: it takes ``priority`` if more urgent."""
+        ...
+
     def new_incident_number(self) -> int: ...
     def add_alarm(self, event: HistoryEvent, pending_us: int) -> None:
         """Put the alarm ``event`` raises into the pending queue."""
@@ -236,7 +251,15 @@ class Router:
                 text=_cut(f"{UNKNOWN_ACCOUNT.name} {text}"),
                 second_zone_is=kind.second_zone_is,
             )
-            self._raise(repo, _event(signal, account, unknown, Path.UNKNOWN), now_us)
+            history = _event(signal, account, unknown, Path.UNKNOWN)
+            if signal.destination in JOINING_DESTINATIONS:
+                joined = repo.open_unknown_alarm(signal.source, signal.destination)
+                if joined is not None:
+                    history.alarm_id = joined
+                    repo.join_alarm(joined, history.priority)
+                    repo.add_history(history)
+                    return
+            self._raise(repo, history, now_us)
             return
         if qualifier == "P":  # a status report of a condition still present: history only
             repo.add_history(_event(signal, account, kind, Path.HISTORY))

@@ -1,7 +1,12 @@
 """The DC-09 accounts on a node: keys and line mappings (following provisioning changes), and
 supervision (each account's last message in memory, written in batches like heartbeats).
 
-An account that has reported is supervised from then on, across restarts. No ACKed message
+A provisioned account that has reported is supervised from then on, across restarts. An account
+is provisioned when the station set a key or an interval for it (``dc09 key set``, ``dc09
+account interval``), or when the line it reports on maps to a dnis whose line mask gives it an
+account that exists in account data; the latter is looked up in the database in batches, off
+the event loop, and remembered until provisioning changes. An account that is not provisioned
+is never supervised: its events still raise UNKNOWN ACCOUNT alarms. No ACKed message
 within its interval marks it failed at once in the database, where the writer process raises
 COMMUNICATION FAILURE; its next message marks it reporting again (the restoral). After a start
 every account gets a full interval before it can fail.
@@ -9,6 +14,7 @@ every account gets a full interval before it can fail.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +32,9 @@ from alarmhub.store.writer import SignalWriter
 from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.dc09")
+ASK_SECONDS = 0.5
+ASK_MAX = 10_000  # senders waiting to be looked up; more are left for their next message
+KNOWN_MAX = 100_000  # senders remembered as provisioned or not
 
 
 @dataclass(slots=True)
@@ -61,12 +70,18 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         self._lines: dict[tuple[str, str], str] = {}
         self._setups: dict[str, dc09.AccountSetup] = {}
         self.links: dict[str, Link] = {}
+        self._known: dict[dc09.Sender, bool] = {}
+        self._generation = 0  # of the provisioning the known answers hold for
+        self._asking: dict[dc09.Sender, int] = {}
+        self._asker: asyncio.Task[None] | None = None
 
     # provisioning -------------------------------------------------------------------------
 
     def refresh(self, conn: Connection) -> None:
         self._lines = dc09.lines(conn)
         self._setups = dc09.setups(conn, self._station_key)
+        self._known = {}  # lines, masks or accounts may have changed
+        self._generation += 1
 
     def key_of(self, account: str) -> bytes | None:
         setup = self._setups.get(account)
@@ -116,19 +131,67 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
     async def start(self) -> None:
         await super().start()
         self._start_loops()
+        self._asker = asyncio.create_task(self._ask_loop(), name="dc09-provisioned")
 
     async def stop(self) -> None:
         await super().stop()
+        if self._asker is not None:
+            self._asker.cancel()
         await self._stop_loops()
 
+    def _provisioned(self, sender: dc09.Sender, now: int) -> bool:
+        """Whether ``sender`` is provisioned, as far as known now; when not known yet, it is
+        asked (and supervised from ``now`` if it is)."""
+        setup = self._setups.get(sender[0])
+        if setup is not None and (setup.key is not None or setup.supervision_s is not None):
+            return True
+        known = self._known.get(sender)
+        if known is None and len(self._asking) < ASK_MAX:
+            self._asking.setdefault(sender, now)
+        return bool(known)
+
+    async def _ask_loop(self) -> None:
+        while True:
+            await asyncio.sleep(ASK_SECONDS)
+            if not self._asking:
+                continue
+            asking, self._asking = self._asking, {}
+            generation = self._generation
+            try:
+                found = await asyncio.to_thread(self._ask, list(asking))
+            except Exception as exc:  # the database may be away: asked again at next message
+                log.warning("dc09 provisioning lookup failed", extra={"error": repr(exc)})
+                continue
+            if len(self._known) + len(asking) > KNOWN_MAX:
+                self._known = {}
+            for sender, at in asking.items():
+                if generation == self._generation:  # else asked again at its next message
+                    self._known[sender] = sender in found
+                if sender in found and sender[0] not in self.links:
+                    self._link(sender, at)
+
+    def _ask(self, senders: list[dc09.Sender]) -> set[dc09.Sender]:
+        with self._engine.connect() as conn:
+            return dc09.provisioned(conn, senders)
+
+    def _link(self, sender: dc09.Sender, at: int) -> Link:
+        account, receiver, line = sender
+        link = self.links[account] = Link(account, at, receiver, line)
+        log.info("dc09 account supervised", extra={"dc09_account": account})
+        self._touched(account)
+        self._gauges()
+        return link
+
     def reported(self, account: str, receiver: str, line: str) -> None:
-        """An ACKed message from ``account``: it is alive (and supervised from now on)."""
+        """An ACKed message from ``account``: it is alive (and, when provisioned, supervised
+        from now on)."""
         link = self.links.get(account)
         now = now_us()
         if link is None:
-            link = self.links[account] = Link(account, now, receiver, line)
-            log.info("dc09 account supervised", extra={"dc09_account": account})
-            self._gauges()
+            sender = (account, receiver, line)
+            if not self._provisioned(sender, now):
+                return
+            link = self._link(sender, now)
         link.last_message_us, link.receiver, link.line = now, receiver, line
         self._touched(account)
         if link.failed:

@@ -92,6 +92,8 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
     if isinstance(parsed, str):
         return _duh(parsed, msg)
     panel = parsed.account or msg.account
+    if msg.encrypted and panel != msg.account:
+        return _duh("the data block names another account than the header", msg)
     if not msg.encrypted and panel != msg.account and key_of(panel) is not None:
         return _duh("the data block names a keyed account: unencrypted messages are refused", msg)
     if parsed.events and not 0 < len(panel) <= PANEL_MAX:

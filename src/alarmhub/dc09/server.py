@@ -4,8 +4,14 @@ to the writer, and the ACK goes out only after the commit that holds it.
 
 TCP carries any number of frames per connection, split across reads as they come; answers go
 back in the order the frames came. A connection is closed when it sends what cannot be DC-09,
-leaves a frame unfinished for FRAME_SECONDS, or is idle for ``dc09_idle_seconds``; connections
-over ``dc09_max_connections`` are closed at once. No connection's trouble reaches another.
+leaves a frame unfinished for FRAME_SECONDS, or sends no complete frame for
+``dc09_idle_seconds`` (separators alone do not count); connections over ``dc09_max_connections``,
+or over ``dc09_max_connections_per_address`` from one address, are closed at once. Reading
+pauses while the peer does not read its answers (the transport's write buffer is full) or while
+IN_FLIGHT_MAX answers wait for their commits. No connection's trouble reaches another.
+
+UDP: one message per datagram. Only a datagram's first frame is judged and answered; anything
+after it is ignored (logged), so no datagram gets more than one answer.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ log = logging.getLogger("alarmhub.dc09")
 FRAME_SECONDS = 10.0
 SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
+IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
 _ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Verdict}
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
@@ -55,6 +62,8 @@ class Receiver:
         self._sockets = list(sockets)
         self.stopping = False
         self.max_connections = settings.dc09_max_connections
+        self.max_per_address = settings.dc09_max_connections_per_address
+        self.per_address: dict[str, int] = {}
         self._idle_seconds = float(settings.dc09_idle_seconds)
         self._stall_seconds = min(FRAME_SECONDS, self._idle_seconds)
         self.accounts = AccountBook(
@@ -187,8 +196,11 @@ class Receiver:
             await asyncio.sleep(SWEEP_SECONDS)
             now = time.monotonic()
             for connection in list(self.connections):
-                limit = self._stall_seconds if connection.partial else self._idle_seconds
-                if not connection.pending and now - connection.last_active > limit:
+                if connection.partial:
+                    late = now - connection.frame_started > self._stall_seconds
+                else:
+                    late = now - connection.last_active > self._idle_seconds
+                if not connection.pending and late:
                     log.info(
                         "dc09 connection closed",
                         extra={"peer": connection.peer, "reason": "stalled or idle"},
@@ -205,8 +217,12 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self.pending: deque[asyncio.Future[bytes | None]] = deque()
         self.peer = ""
-        self.last_active = time.monotonic()
+        self._host = ""
+        self.last_active = time.monotonic()  # the last complete frame (or the connection)
+        self.frame_started = self.last_active  # when the unfinished frame began
         self._closing = False
+        self._writing_paused = False
+        self._reading_paused = False
 
     @property
     def partial(self) -> bool:
@@ -216,11 +232,21 @@ class _Connection(asyncio.Protocol):
         transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        connections = self._receiver.connections
-        if len(connections) >= self._receiver.max_connections or self._receiver.stopping:
+        host = str(peer[0]) if isinstance(peer, tuple) else self.peer
+        receiver = self._receiver
+        connections = receiver.connections
+        if len(connections) >= receiver.max_connections or receiver.stopping:
             log.warning("dc09 connection refused: too many", extra={"peer": self.peer})
             transport.abort()
             return
+        if receiver.per_address.get(host, 0) >= receiver.max_per_address:
+            log.warning(
+                "dc09 connection refused: too many from its address", extra={"peer": self.peer}
+            )
+            transport.abort()
+            return
+        receiver.per_address[host] = receiver.per_address.get(host, 0) + 1
+        self._host = host
         self._transport = transport
         connections.add(self)
         metrics.DC09_CONNECTIONS.set(len(connections))
@@ -228,9 +254,13 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._transport is None or self._receiver.stopping:
             return
-        self.last_active = time.monotonic()
+        now = time.monotonic()
+        if not self._buffer:
+            self.frame_started = now
         self._buffer += data
         frames, junk = frame.split(self._buffer)
+        if frames:
+            self.last_active = self.frame_started = now
         for raw in frames:
             decision = self._receiver.judge(raw, self.peer)
             if decision.verdict is Verdict.ACK:
@@ -245,6 +275,30 @@ class _Connection(asyncio.Protocol):
             log.info("dc09 connection closed", extra={"peer": self.peer, "reason": junk})
             self._buffer.clear()
             self.close()
+        self._pace()
+
+    # back-pressure: a peer that does not read its answers is not read either --------------
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._pace()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._pace()
+
+    def _pace(self) -> None:
+        """Pause reading while the answers back up (unread, or waiting for commits)."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        stop = self._writing_paused or len(self.pending) >= IN_FLIGHT_MAX
+        if stop != self._reading_paused:
+            self._reading_paused = stop
+            if stop:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
 
     def _queue_now(self, answer: bytes) -> None:
         if not self.pending and self._transport is not None:
@@ -266,6 +320,8 @@ class _Connection(asyncio.Protocol):
                 self._transport.write(answer)
         if not self.pending and self._closing:
             self._close_now()
+        elif self._reading_paused:
+            self._pace()
 
     def close(self) -> None:
         """Close once the answers of frames already in flight are written."""
@@ -279,12 +335,17 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        if self._host:
+            left = self._receiver.per_address.pop(self._host, 1) - 1
+            if left > 0:
+                self._receiver.per_address[self._host] = left
+            self._host = ""
         self._receiver.connections.discard(self)
         metrics.DC09_CONNECTIONS.set(len(self._receiver.connections))
 
 
 class _Datagrams(asyncio.DatagramProtocol):
-    """UDP: each datagram holds a frame; the answer goes back to its sender."""
+    """UDP: one message per datagram, answered (at most once) to its sender."""
 
     def __init__(self, receiver: Receiver) -> None:
         self._receiver = receiver
@@ -298,7 +359,12 @@ class _Datagrams(asyncio.DatagramProtocol):
             return
         peer = f"{addr[0]}:{addr[1]}"
         frames, _ = frame.split(bytearray(data))
-        for raw in frames:
+        if len(frames) > 1:
+            log.warning(
+                "dc09 datagram holds more than one frame: only the first is answered",
+                extra={"peer": peer, "frames": len(frames)},
+            )
+        for raw in frames[:1]:
             decision = self._receiver.judge(raw, peer)
             if decision.verdict is Verdict.ACK:
                 acked = self._receiver.accept(decision, peer)

@@ -1,11 +1,12 @@
 """DC-09 provisioning and state in the store: receiver lines, account keys and supervision
-intervals (CLI), and the accounts' last messages and failures (written by the node)."""
+intervals (CLI), which accounts are provisioned, and the accounts' last messages and failures
+(written by the node)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
 from alarmhub.clock import now_us
+from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.signal import valid_dnis
 from alarmhub.dc09 import crypto
 from alarmhub.store import schema as s
@@ -158,6 +160,34 @@ def setups(conn: Connection, station_key: Fernet) -> dict[str, AccountSetup]:
                 key = UNUSABLE_KEY
         result[account] = AccountSetup(key, interval)
     return result
+
+
+Sender = tuple[str, str, str]  # a DC-09 account and the receiver and line it reported on
+_CHUNK = 500
+
+
+def provisioned(conn: Connection, senders: Iterable[Sender]) -> set[Sender]:
+    """Those of ``senders`` whose line maps to a dnis whose line mask gives, for the account,
+    an account that exists in account data (the other way to be provisioned, a key or an
+    interval set for the DC-09 account, the node knows from :func:`setups`)."""
+    line_dnis = lines(conn)
+    masks = dict(conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask)).all())
+    numbers: dict[Sender, str] = {}
+    for sender in senders:
+        account, receiver, line = sender
+        mask = masks.get(line_dnis.get((receiver, line), ""))
+        number = apply_mask(mask, account) if mask is not None else None
+        if number:
+            numbers[sender] = number
+    wanted = sorted(set(numbers.values()))
+    existing: set[str] = set()
+    a = s.account.c
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start : start + _CHUNK]
+        existing.update(
+            conn.execute(select(a.account_number).where(a.account_number.in_(chunk))).scalars()
+        )
+    return {sender for sender, number in numbers.items() if number in existing}
 
 
 def list_accounts(engine: Engine) -> list[dict[str, Any]]:

@@ -661,6 +661,9 @@ def operator_statuses(conn: Connection) -> list[dict[str, Any]]:
     return out
 
 
+_JOIN_SLACK_US = 60 * 1_000_000
+
+
 def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> dict[str, Any]:
     """Everything the alarm screen shows: the alarm, its account, the signals and actions of
     this alarm (restores included) and the account's recent history."""
@@ -678,15 +681,20 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
         )
         account = dict(found) if found else None
     h = s.history.c
+    # the alarm's own events carry its incident number; restorals linked to it are on the
+    # same account: both found through indexes, never by reading all of history
+    mine = (h.incident_number == alarm_id) | (
+        (h.account_number == row["account_number"]) & (h.alarm_id == alarm_id)
+    )
+    if row["path"] == "UNKNOWN":  # signals of other unknown accounts that joined it (DC-09)
+        joined = (h.incident_number > alarm_id) & (h.alarm_id == alarm_id)
+        if row["resolved_us"] is not None:  # none joined after it was resolved (clock slack)
+            after = _first_signal_since(conn, row["resolved_us"] + _JOIN_SLACK_US)
+            if after is not None:
+                joined = joined & (h.incident_number < after)
+        mine = mine | (joined & (h.pr_checksum == "UNKNOWN"))
     of_alarm = conn.execute(
-        select(s.history)
-        # the alarm's own events carry its incident number; restorals linked to it are on the
-        # same account: both found through indexes, never by reading all of history
-        .where(
-            (h.incident_number == alarm_id)
-            | ((h.account_number == row["account_number"]) & (h.alarm_id == alarm_id))
-        )
-        .order_by(h.received_us, h.event_id)
+        select(s.history).where(mine).order_by(h.received_us, h.event_id)
     ).mappings()
     recent: list[dict[str, Any]] = []
     if row["account_number"]:

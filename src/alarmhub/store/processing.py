@@ -1,5 +1,6 @@
-"""Alarm processing in the store: the router's repository over one transaction, the routing of
-committed signals in order, and the supervision checks (fail to test, heartbeat loss).
+"""Alarm processing in the store: the routing of committed signals in order, over the router's
+repository (:mod:`alarmhub.store.repository`), and the supervision checks (fail to test,
+heartbeat loss, DC-09 communication failure).
 
 Each routing transaction marks the signals it routed, so a signal is routed exactly once even
 when the process dies between storing and routing it: the next start routes what is unrouted.
@@ -14,25 +15,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, bindparam, case, cast, func, select, update
+from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import (
     COMMUNICATION_FAILURE,
     FAIL_TO_TEST,
     SOURCE_FAILURE,
-    AlarmType,
-    merged,
 )
 from alarmhub.core.line_mask import apply_mask
-from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import (
     SIGNAL_PATHS,
-    HistoryEvent,
     Router,
     StoredSignal,
     runaway_key,
@@ -40,205 +35,14 @@ from alarmhub.core.router import (
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.core.supervision import test_overdue
 from alarmhub.dc09.receiver import DESTINATION as DC09_DESTINATION
-from alarmhub.store import dc09, operations, provisioning, queries
+from alarmhub.store import dc09, operations
 from alarmhub.store import schema as s
-from alarmhub.store.commit import RowInsert, allocate_incidents, lock_incidents
+from alarmhub.store.commit import lock_incidents
+from alarmhub.store.repository import Inserts, SqlRepository, Station
 
 log = logging.getLogger("alarmhub.router")
 ROUTE_BATCH = 500
 FORGET_EVERY_US = 10 * 1_000_000
-_ACCOUNT_CHUNK = 500
-
-
-@dataclass
-class Station:
-    """Provisioning data the router reads on every signal, reloaded when it changes."""
-
-    revision: int = -1
-    masks: dict[str, str] = field(default_factory=dict)
-    alarm_types: dict[str, AlarmType] = field(default_factory=dict)
-
-    def refresh(self, conn: Connection) -> None:
-        current = provisioning.revision(conn)
-        if current == self.revision:
-            return
-        rows = conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask))
-        self.masks = {dnis: mask for dnis, mask in rows}
-        self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
-        self.revision = current
-
-
-HISTORY_COLUMNS = (
-    "account_number", "incident_number", "received_us", "code", "event_code", "area", "zone",
-    "type", "opr", "alarm_category", "priority", "hist_text", "am_notify", "pr_checksum",
-    "second_zone_is", "color", "video", "alarm_id", "source", "destination", "dnis", "panel",
-)  # fmt: skip
-
-
-def _history_row(event: HistoryEvent) -> tuple[Any, ...]:
-    """A history row, its values in the order of HISTORY_COLUMNS."""
-    return (
-        event.account_number, event.incident_number, event.received_us, event.code,
-        event.event_code, event.area, event.zone, event.type, event.opr, event.alarm_category,
-        event.priority, event.hist_text, "N", event.path.value, event.second_zone_is,
-        event.color, "N", event.alarm_id, event.source, event.destination, event.dnis,
-        event.panel,
-    )  # fmt: skip
-
-
-ALARM_COLUMNS = (
-    "alarm_id", "state", "account_number", "type", "priority", "color", "hist_text", "path",
-    "code", "event_code", "area", "zone", "source", "destination", "dnis", "panel",
-    "received_us", "pending_us", "restore_us", "passcode_verified",
-)  # fmt: skip
-_alarm_values = itemgetter(*ALARM_COLUMNS)
-
-
-def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
-    # spelled out: dataclasses.asdict deep-copies every value and cost half of routing's time
-    return {
-        "alarm_id": alarm.incident_number,
-        "account_number": alarm.account_number,
-        "type": alarm.type,
-        "priority": alarm.priority,
-        "color": alarm.color,
-        "hist_text": alarm.hist_text,
-        "path": alarm.path.value,
-        "received_us": alarm.received_us,
-        "code": alarm.code,
-        "event_code": alarm.event_code,
-        "area": alarm.area,
-        "zone": alarm.zone,
-        "source": alarm.source,
-        "destination": alarm.destination,
-        "dnis": alarm.dnis,
-        "panel": alarm.panel,
-        "state": AlarmState.PENDING.value,
-        "pending_us": pending_us,
-        "restore_us": None,
-        "passcode_verified": "N",
-    }
-
-
-class Inserts:
-    """The bulk INSERTs of routing, compiled once per engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.alarm = RowInsert(engine, s.alarm, ALARM_COLUMNS)
-        self.history = RowInsert(engine, s.history, HISTORY_COLUMNS)
-
-
-class SqlRepository:
-    """The router's repository inside one transaction. Writes are buffered and inserted in bulk
-    at :meth:`flush`; lookups see what this transaction has buffered so far."""
-
-    def __init__(self, conn: Connection, station: Station, inserts: Inserts) -> None:
-        self._conn = conn
-        self._station = station
-        self._inserts = inserts
-        self._known_accounts: set[str] = set()
-        self._checked_accounts: set[str] = set()
-        self._alarms: dict[int, dict[str, Any]] = {}
-        self._history: list[tuple[Any, ...]] = []
-        self._queue_changed = False
-
-    def preload_accounts(self, numbers: set[str]) -> None:
-        """Look up many accounts at once (the accounts a batch of signals may belong to)."""
-        wanted = sorted(numbers - self._checked_accounts)
-        for start in range(0, len(wanted), _ACCOUNT_CHUNK):
-            chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            found = self._conn.execute(
-                select(s.account.c.account_number).where(s.account.c.account_number.in_(chunk))
-            ).scalars()
-            self._known_accounts.update(found)
-        self._checked_accounts.update(wanted)
-
-    def line_mask(self, dnis: str) -> str | None:
-        return self._station.masks.get(dnis)
-
-    def account_exists(self, account_number: str) -> bool:
-        if account_number not in self._checked_accounts:
-            self.preload_accounts({account_number})
-        return account_number in self._known_accounts
-
-    def alarm_type(self, event_code: str) -> AlarmType:
-        return self._station.alarm_types[event_code]
-
-    def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
-        key = (account_number, event_code, area, zone)
-        for alarm_id in sorted(self._alarms, reverse=True):
-            row = self._alarms[alarm_id]
-            if (
-                row["restore_us"] is None
-                and (row["account_number"], row["event_code"], row["area"], row["zone"]) == key
-            ):
-                return alarm_id
-        a = s.alarm.c
-        found = self._conn.execute(
-            select(a.alarm_id)
-            .where(
-                a.account_number == account_number,
-                a.event_code == event_code,
-                a.area == area,
-                a.zone == zone,
-                a.restore_us.is_(None),
-                a.state.in_(OPEN_STATES),
-            )
-            .order_by(a.alarm_id.desc())
-            .limit(1)
-        ).scalar()
-        return int(found) if found is not None else None
-
-    def new_incident_number(self) -> int:
-        return allocate_incidents(self._conn, 1)
-
-    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
-        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
-
-    def add_history(self, event: HistoryEvent) -> None:
-        self._history.append(_history_row(event))
-
-    def restore_arrived(self, alarm_id: int, at_us: int) -> None:
-        buffered = self._alarms.get(alarm_id)
-        if buffered is not None:
-            buffered["restore_us"] = at_us
-            return
-        self._conn.execute(
-            update(s.alarm)
-            .where(s.alarm.c.alarm_id == alarm_id, s.alarm.c.restore_us.is_(None))
-            .values(restore_us=at_us)
-        )
-        self._queue_changed = True
-
-    def test_report(self, account_number: str, at_us: int) -> int | None:
-        t = s.account.c
-        ended = self._conn.execute(
-            select(t.test_alarm_id).where(t.account_number == account_number)
-        ).scalar()
-        newest = case((t.last_test_us > at_us, t.last_test_us), else_=at_us)
-        self._conn.execute(
-            update(s.account)
-            .where(t.account_number == account_number)
-            .values(last_test_us=newest, test_alarm_id=None)
-        )
-        return int(ended) if ended is not None else None
-
-    def flush(self) -> int:
-        """Write what this transaction buffered; how many alarms it raised."""
-        raised = len(self._alarms)
-        if self._alarms:
-            self._inserts.alarm.execute(
-                self._conn, [_alarm_values(r) for r in self._alarms.values()]
-            )
-            self._alarms.clear()
-            self._queue_changed = True
-        if self._queue_changed:
-            provisioning.bump_revision(self._conn, queries.QUEUE)
-            self._queue_changed = False
-        if self._history:
-            self._inserts.history.execute(self._conn, self._history)
-            self._history = []
-        return raised
 
 
 _sig = s.signal.c
