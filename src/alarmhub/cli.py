@@ -659,7 +659,7 @@ def apiuser() -> None:
     "--password",
     envvar="ALARMHUB_APIUSER_PASSWORD",
     what="password",
-    help="The password (default: a random one, printed once)",
+    help="The password; default: a random one, printed once",
     ask_when_missing=False,
     confirm=True,
 )
@@ -740,7 +740,7 @@ def operator_group() -> None:
     "--password",
     envvar="ALARMHUB_OPERATOR_PASSWORD",
     what="password",
-    help="Console password, at least 8 characters (default: a random one, printed once)",
+    help="Console password, at least 8 characters; default: a random one, printed once",
     ask_when_missing=False,
     confirm=True,
 )
