@@ -130,7 +130,7 @@ def key_error(path: Path, file_mode: int) -> str:
     )
 
 
-@pytest.mark.parametrize("file_mode", [0o644, 0o620])
+@pytest.mark.parametrize("file_mode", [0o644, 0o620], ids=lambda m: f"{m:04o}")
 @pytest.mark.parametrize(
     "command",
     [("apiuser", "add", "late", "--password", PASSWORD), ("dc09", "key", "set", "1234")],
