@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import logging
 import secrets
 import sys
 import time
@@ -19,7 +20,7 @@ import click
 from sqlalchemy import desc, select
 from sqlalchemy.engine import Engine
 
-from alarmhub import __version__, demo, logs
+from alarmhub import __version__, demo, files, logs
 from alarmhub import settings as settings_module
 from alarmhub.client import HEARTBEAT_SECONDS, SignalClient
 from alarmhub.clock import now_us
@@ -55,6 +56,47 @@ def data_dir_option(func: F) -> F:
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(
         func
+    )
+
+
+ASK = "-"  # a secret option's value that means: ask for it
+
+
+def read_secret(what: str, confirm: bool) -> str:
+    """A secret from the terminal (not echoed; typed twice when ``confirm``) or, when standard
+    input is not a terminal, its first line. Never from the command line."""
+    if sys.stdin.isatty():
+        prompt = what[0].upper() + what[1:]
+        value: str = click.prompt(prompt, hide_input=True, confirmation_prompt=confirm, err=True)
+    else:
+        value = sys.stdin.readline().rstrip("\r\n")
+    if not value:
+        raise CommandError(f"no {what} given")
+    return value
+
+
+def secret_option(
+    *decls: str, envvar: str, what: str, help: str, ask_when_missing: bool, confirm: bool = False
+) -> Callable[[F], F]:
+    """An option holding a secret. Besides the command line (visible to every user of the
+    machine while the command runs, and kept in shell history) it comes from ``envvar``, or,
+    given as ``-`` (or missing, when ``ask_when_missing``), from the terminal or standard
+    input."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        if ctx.resilient_parsing:
+            return value
+        if value == ASK or (value is None and ask_when_missing):
+            return read_secret(what, confirm)
+        return value
+
+    asked = "missing or" if ask_when_missing else "given as"
+    return click.option(
+        *decls,
+        envvar=envvar,
+        callback=callback,
+        help=f"{help} (env {envvar}; {asked} '-': asked on the terminal, or read from the first "
+        "line of standard input).",
     )
 
 
@@ -128,6 +170,7 @@ def _when(us: int | None) -> str | None:
 @click.version_option(__version__, prog_name="alarmhub")
 def main() -> None:
     """alarmhub: alarm signaling and monitoring for central stations."""
+    files.restrict_umask()
 
 
 # serve ---------------------------------------------------------------------------------------
@@ -187,7 +230,7 @@ def serve(
     else:
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
     dc09 = [address for address in map(_address, dc09_listen) if address is not None]
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _prepare_data_dir(settings)
     if with_demo:
         _provision_demo(settings)
 
@@ -210,6 +253,22 @@ def serve(
     run_server(settings, listeners, on_ready=ready, dc09_listen=dc09)
 
 
+def _prepare_data_dir(settings: settings_module.Settings) -> None:
+    """Create the data directory 0700 (warn when an existing one is open to others) and refuse
+    to start with a secret key that is not the station's alone."""
+    loose = files.private_directory(settings.data_dir)
+    if loose is not None:
+        logging.getLogger("alarmhub.files").warning(
+            "data directory open to group or others",
+            extra={
+                "path": str(settings.data_dir),
+                "mode": f"{loose:04o}",
+                "fix": f"chmod 700 {settings.data_dir}",
+            },
+        )
+    _station_key(settings.data_dir)
+
+
 def _provision_demo(settings: settings_module.Settings) -> None:
     engine = store_engine.open_engine(settings.database)
     try:
@@ -219,6 +278,30 @@ def _provision_demo(settings: settings_module.Settings) -> None:
             demo.provision(engine, settings.data_dir)
     finally:
         engine.dispose()
+
+
+@main.group("demo")
+def demo_group() -> None:
+    """The demo setup that 'serve --demo' provisions on a new database."""
+
+
+@demo_group.command("remove")
+@data_dir_option
+@json_option
+@provisioning_errors
+def demo_remove(data_dir: Path | None, as_json: bool) -> None:
+    """Remove every demo credential before real use: revoke the token demo-token, disable
+    operator D1 (with a new random password), delete DEMO-CREDENTIALS.txt."""
+    settings = load_settings(data_dir)
+    done = demo.remove(open_store(data_dir), settings.data_dir)
+    lines = [
+        f"token {demo.TOKEN_NAME} revoked" if done["token_revoked"] else None,
+        f"operator {demo.OPERATOR} disabled" if done["operator_disabled"] else None,
+        f"{demo.CREDENTIALS_FILE} deleted" if done["credentials_deleted"] else None,
+    ]
+    shown = "; ".join(line for line in lines if line)
+    text = f"demo removed: {shown}" if shown else "no demo credential left to remove"
+    emit(as_json, done, lambda: click.echo(text))
 
 
 # db ------------------------------------------------------------------------------------------
@@ -572,10 +655,13 @@ def apiuser() -> None:
 
 @apiuser.command("add")
 @click.argument("username")
-@click.option(
+@secret_option(
     "--password",
     envvar="ALARMHUB_APIUSER_PASSWORD",
-    help="The password (default: a random one, printed once; env ALARMHUB_APIUSER_PASSWORD).",
+    what="password",
+    help="The password; default: a random one, printed once",
+    ask_when_missing=False,
+    confirm=True,
 )
 @click.option("--hmac-only", is_flag=True, help="Accept only hmac-sha256 digests from this user.")
 @data_dir_option
@@ -650,11 +736,13 @@ def operator_group() -> None:
     show_default=True,
     help="supervisor: may also take alarms from others; admin: may also manage the station.",
 )
-@click.option(
+@secret_option(
     "--password",
     envvar="ALARMHUB_OPERATOR_PASSWORD",
-    help="Console password, at least 8 characters (default: a random one, printed once; "
-    "env ALARMHUB_OPERATOR_PASSWORD).",
+    what="password",
+    help="Console password, at least 8 characters; default: a random one, printed once",
+    ask_when_missing=False,
+    confirm=True,
 )
 @data_dir_option
 @json_option
@@ -730,8 +818,8 @@ def operator_enable(code: str, data_dir: Path | None, as_json: bool) -> None:
 
 @operator_group.command("password")
 @click.argument("code")
-@click.option("--password", envvar="ALARMHUB_OPERATOR_PASSWORD", prompt=True,
-              hide_input=True, confirmation_prompt=True, help="The new password.")  # fmt: skip
+@secret_option("--password", envvar="ALARMHUB_OPERATOR_PASSWORD", what="new password",
+               help="The new password", ask_when_missing=True, confirm=True)  # fmt: skip
 @data_dir_option
 @json_option
 @provisioning_errors
@@ -1004,11 +1092,12 @@ def _pair(value: str) -> tuple[str, str]:
 
 
 def client_options(func: F) -> F:
-    func = click.option(
+    func = secret_option(
         "--token",
         envvar="ALARMHUB_TOKEN",
-        required=True,
-        help="Bearer token (env ALARMHUB_TOKEN keeps it out of shell history).",
+        what="bearer token",
+        help="Bearer token",
+        ask_when_missing=True,
     )(func)
     return click.option(
         "--url",
@@ -1128,11 +1217,12 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
 @click.option("--url", envvar="ALARMHUB_URL", default="http://127.0.0.1:8080", show_default=True)
 @click.option("--appkey", envvar="ALARMHUB_APPKEY", default="alarmhub-cli", show_default=True)
 @click.option("--username", envvar="ALARMHUB_USERNAME", required=True, help="The API user.")
-@click.option(
+@secret_option(
     "--password",
     envvar="ALARMHUB_PASSWORD",
-    required=True,
-    help="The API user's password (env ALARMHUB_PASSWORD keeps it out of shell history).",
+    what="password",
+    help="The API user's password",
+    ask_when_missing=True,
 )
 @click.option(
     "--scheme", type=click.Choice(["sha1", "hmac-sha256"]), default="sha1", show_default=True
@@ -1248,7 +1338,15 @@ def dc09_key() -> None:
 
 @dc09_key.command("set")
 @click.argument("account", metavar="ACCOUNT")
-@click.option("--key", "key_hex", required=True, help="AES key: 32, 48 or 64 hex digits.")
+@secret_option(
+    "--key",
+    "key_hex",
+    envvar="ALARMHUB_DC09_KEY",
+    what="AES key",
+    help="AES key: 32, 48 or 64 hex digits",
+    ask_when_missing=True,
+    confirm=True,
+)
 @data_dir_option
 @json_option
 @provisioning_errors

@@ -1,4 +1,6 @@
-"""The clearly labelled demo setup that ``make run`` provisions on a new database only."""
+"""The clearly labelled demo setup that ``make run`` provisions on a new database only, and its
+removal (``alarmhub demo remove``): its token revoked, its operator disabled, its credentials
+file deleted."""
 
 from __future__ import annotations
 
@@ -6,10 +8,13 @@ import os
 import secrets
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from alarmhub.clock import now_us
 from alarmhub.core.account import Account
 from alarmhub.store import operations, provisioning
+from alarmhub.store import schema as s
 
 DRIVER = "demo"
 DNIS = "1234"
@@ -44,16 +49,15 @@ def provision(engine: Engine, data_dir: Path) -> str:
 
 def credentials_text(token: str, password: str) -> str:
     lines = [
-        "DEMO SETUP (for trying alarmhub; remove it before real use: revoke the token,"
-        f" disable operator {OPERATOR})",
+        "DEMO SETUP (for trying alarmhub; remove it before real use: alarmhub demo remove)",
         f"  driver        {DRIVER}",
         f"  dnis          {DNIS} with line mask {MASK} (panel 0042 -> account 700042)",
         "  accounts      " + ", ".join(a.account_number for a in ACCOUNTS),
         f"  bearer token  {token}   (name {TOKEN_NAME})",
         f"  heartbeat     {SOURCE}:{DRIVER}",
         f"  console       operator {OPERATOR} (a supervisor), password {password}  at /console",
-        "  try it        .venv/bin/alarmhub send "
-        f"{SOURCE}:{DRIVER} --token {token} --dnis {DNIS} --panel 0042 --code E130 --zone 015",
+        f"  try it        ALARMHUB_TOKEN={token} .venv/bin/alarmhub send "
+        f"{SOURCE}:{DRIVER} --dnis {DNIS} --panel 0042 --code E130 --zone 015",
     ]
     return "\n".join(lines) + "\n"
 
@@ -61,3 +65,31 @@ def credentials_text(token: str, password: str) -> str:
 def saved_credentials(data_dir: Path) -> str | None:
     path = data_dir / CREDENTIALS_FILE
     return path.read_text() if path.is_file() else None
+
+
+def remove(engine: Engine, data_dir: Path) -> dict[str, bool]:
+    """Take every demo credential away: revoke the demo token, give the demo operator a random
+    password nobody knows and disable it (which ends its sessions), delete the credentials file.
+    What was already gone is skipped; the driver, dnis and DEMO accounts stay (they grant no
+    access). Says what it changed."""
+    with engine.connect() as conn:
+        token = conn.execute(
+            select(s.token.c.revoked_us).where(s.token.c.name == TOKEN_NAME)
+        ).first()
+        operator = conn.execute(
+            select(s.operator.c.disabled).where(s.operator.c.code == OPERATOR)
+        ).first()
+    done = {"token_revoked": False, "operator_disabled": False, "credentials_deleted": False}
+    if token is not None and token.revoked_us is None:
+        provisioning.revoke_token(engine, TOKEN_NAME)
+        done["token_revoked"] = True
+    if operator is not None:
+        operations.set_password(engine, OPERATOR, secrets.token_urlsafe(32))
+        if not operator.disabled:
+            operations.set_disabled(engine, OPERATOR, True, now_us())
+            done["operator_disabled"] = True
+    path = data_dir / CREDENTIALS_FILE
+    if path.exists():
+        path.unlink()
+        done["credentials_deleted"] = True
+    return done

@@ -1,8 +1,14 @@
-"""Structured logging: one event a line, ``key=value`` (or JSON), incident number included."""
+"""Structured logging: one event a line, ``key=value`` (or JSON), incident number included.
+
+Text from the network can hold anything: every control character (C0, DEL, C1), the Unicode
+line and paragraph separators and the bidirectional overrides are escaped in both formats, so a
+value can neither split a line in two nor send a terminal escape sequence.
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -10,13 +16,35 @@ from typing import Any
 import orjson
 
 _RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
+# C0 controls, DEL, C1 controls, line and paragraph separators, bidirectional overrides
+_UNSAFE = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE_RE = re.compile(rf"[{_UNSAFE}]")
+_ESCAPED_RE = re.compile(rf'["\\{_UNSAFE}]')  # escaped inside quotes
+_QUOTED_RE = re.compile(rf'[ ="\\{_UNSAFE}]')  # makes a value quoted
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT.get(char)
+    if short is not None:
+        return short
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
 def _quote(value: Any) -> str:
+    """A value as it stands in a ``key=value`` line: quoted, with ``\\``, ``"`` and every
+    unsafe character escaped, when it holds any of them, a space or ``=``."""
     text = str(value)
-    if text == "" or any(c in text for c in ' ="\n'):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if text == "" or _QUOTED_RE.search(text):
+        return '"' + _ESCAPED_RE.sub(_escape, text) + '"'
     return text
+
+
+def _json_safe(line: str) -> str:
+    """orjson escapes C0 controls; the rest of the unsafe characters (valid raw in JSON) are
+    written as ``\\uXXXX`` escapes too: the line decodes to the same values."""
+    return _UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 class KeyValueFormatter(logging.Formatter):
@@ -49,7 +77,7 @@ class JsonFormatter(logging.Formatter):
         doc.update({k: v for k, v in record.__dict__.items() if k not in _RESERVED})
         if record.exc_info:
             doc["error"] = self.formatException(record.exc_info)
-        return orjson.dumps(doc, default=str).decode()
+        return _json_safe(orjson.dumps(doc, default=str).decode())
 
 
 def configure(level: str = "info", fmt: str = "keyvalue") -> None:

@@ -1,15 +1,19 @@
 """The station's secret key: it encrypts the API users' passwords at rest.
 
-Kept in the data directory as ``secret.key`` (mode 0600, created on first use) or given by the
-environment (``ALARMHUB_SECRET_KEY``); several nodes on one database share it.
+Kept in the data directory as ``secret.key`` (mode 0600, created on first use; a file open to
+group or others is refused) or given by the environment (``ALARMHUB_SECRET_KEY``); several
+nodes on one database share it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
+
+from alarmhub import files
 
 FILE_NAME = "secret.key"
 ENVIRONMENT = "ALARMHUB_SECRET_KEY"
@@ -26,15 +30,22 @@ def load(data_dir: Path) -> Fernet:
         return _fernet(given.encode("ascii"), ENVIRONMENT)
     path = data_dir / FILE_NAME
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        files.private_directory(data_dir)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, files.FILE_MODE)
         except FileExistsError:
             pass  # another process made it first
         else:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(Fernet.generate_key())
-    return _fernet(path.read_bytes().strip(), str(path))
+    with path.open("rb") as fh:
+        mode = stat.S_IMODE(os.fstat(fh.fileno()).st_mode)
+        if mode & files.OPEN_TO_OTHERS:
+            raise SecretKeyError(
+                f"{path} is open to group or others (mode {mode:04o}): "
+                f"restrict it with chmod 600 {path}"
+            )
+        return _fernet(fh.read().strip(), str(path))
 
 
 def _fernet(key: bytes, where: str) -> Fernet:

@@ -9,16 +9,33 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
+from alarmhub import files
+
 BUSY_TIMEOUT_MS = 10_000
 WRITE_OPTION = "alarmhub_write"
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
 def prepare_url(url: str) -> None:
-    """Create the directory of a file database so that a new data directory just works."""
+    """Create the directory of a file database (mode 0700) and the file itself (mode 0600), so
+    that a new data directory just works and is its user's alone.
+
+    SQLite gives the ``-wal`` and ``-shm`` files the database file's mode; files an older
+    version left open to group or others are brought to 0600."""
     parsed = make_url(url)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    files.private_directory(path.parent)
+    files.private_file(path)
+    for suffix in SIDE_FILES:
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            files.restrict(side)
 
 
 def configure(engine: Engine, synchronous: bool = True) -> None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from alarmhub import logs
+from alarmhub import files, logs
 from alarmhub.clock import now_us
 from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
@@ -286,6 +286,7 @@ class WriterLoop:
 
 
 def main() -> None:
+    files.restrict_umask()  # as its parent, whoever started it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
