@@ -113,8 +113,6 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     cli(data_dir, "account", "add", ACCOUNT, "--name", "Subscriber 42")
     cli(data_dir, "apiuser", "add", USER, "--password", PASSWORD)
     cli(data_dir, "apiuser", "add", HMAC_USER, "--password", HMAC_PASSWORD, "--hmac-only")
-    cli(data_dir, "apiuser", "add", BROKEN, "--password", "broken-password")
-    break_password(data_dir, BROKEN)
     env = {"ALARMHUB_XMHIST_MAX_RECORDS": str(XMHIST_CAP), "ALARMHUB_TIMEZONE": "UTC"}
     server = Server(data_dir, env=env).start()
     station = Station(server, token, data_dir)
@@ -124,8 +122,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
             answer = station.post(body)
             assert answer.status_code == 200, answer.text
         wait_for(
-            lambda: db_rows(data_dir, "SELECT count(*) FROM signal WHERE routed_us IS NULL")[0][0]
-            == 0,
+            lambda: (
+                db_rows(data_dir, "SELECT count(*) FROM signal WHERE routed_us IS NULL")[0][0] == 0
+            ),
             "every signal routed",
             DEADLINE_S,
         )
@@ -160,7 +159,7 @@ def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(hub: Hub) -
     """No Content-Length: the bytes are counted as they come (the 401 cases never read it)."""
 
     def chunks() -> Iterator[bytes]:
-        yield b"--b\r\nContent-Disposition: form-data; name=\"*setMethod\"\r\n\r\nXMAPEND\r\n"
+        yield b'--b\r\nContent-Disposition: form-data; name="*setMethod"\r\n\r\nXMAPEND\r\n'
         for _ in range(64):
             yield b"x" * 16384  # 1 MiB in all, never complete
 
@@ -221,17 +220,25 @@ def test_xmhist_without_limithist_returns_at_most_the_cap_newest_first(hub: Hub)
 # an API user whose password cannot be decrypted ----------------------------------------------
 
 
-def test_an_undecryptable_api_user_is_disabled_alone_with_a_log_line(hub: Hub) -> None:
+def test_an_undecryptable_api_user_is_disabled_alone_with_a_log_line(tmp_path: Path) -> None:
     """Before: one row the key could not decrypt made the whole table unusable: every API user
     was refused."""
-    assert hub.ask("XMAPEND", SOURCE="DATAENTRY").status_code == 200
-    broken = sha1_headers(username=BROKEN, password="broken-password")
-    answer = hub.send({"*setMethod": "XMAPEND", "SOURCE": "DATAENTRY"}, broken)
-    assert answer.status_code == 401
-    lines = [line for line in hub.server.log().splitlines() if "cannot be decrypted" in line]
-    assert lines, hub.server.log()
-    assert all(f"username={BROKEN}" in line for line in lines), lines
-    assert not any(USER in line or HMAC_USER in line for line in lines)
+    cli(tmp_path, "apiuser", "add", USER, "--password", PASSWORD)
+    cli(tmp_path, "apiuser", "add", BROKEN, "--password", "broken-password")
+    break_password(tmp_path, BROKEN)
+    server = Server(tmp_path).start()
+    try:
+        hub = Hub(Station(server, "", tmp_path))
+        assert hub.ask("XMAPEND", SOURCE="DATAENTRY").status_code == 200
+        broken = sha1_headers(username=BROKEN, password="broken-password")
+        answer = hub.send({"*setMethod": "XMAPEND", "SOURCE": "DATAENTRY"}, broken)
+        assert answer.status_code == 401
+        lines = [line for line in server.log().splitlines() if "cannot be decrypted" in line]
+        assert lines, server.log()
+        assert all(f"username={BROKEN}" in line for line in lines), lines
+        assert not any(f"username={USER}" in line for line in lines)
+    finally:
+        server.stop()
 
 
 # unknown usernames ---------------------------------------------------------------------------
@@ -378,8 +385,12 @@ def test_two_nodes_claiming_nonces_at_once_never_answer_500(
                 start = threading.Barrier(2)
                 pair_before = len(statuses)
 
-                def racer(node: Server, h: dict[str, str] = headers) -> None:
-                    start.wait()
+                def racer(
+                    node: Server,
+                    h: dict[str, str] = headers,
+                    barrier: threading.Barrier = start,
+                ) -> None:
+                    barrier.wait()
                     send(node, h, client)
 
                 threads = [threading.Thread(target=racer, args=(n,)) for n in nodes]
