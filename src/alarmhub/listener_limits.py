@@ -102,8 +102,13 @@ class GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def headers_overdue(self, now: float) -> bool:
+        """Whether the current request's headers are late; never while the node is still
+        answering the previous request on this connection (a client may send the next one
+        meanwhile)."""
         since = self._headers_since
-        return since is not None and now - since > self.header_seconds
+        if since is None or now - since <= self.header_seconds:
+            return False
+        return self.cycle is None or self.cycle.response_complete
 
     def close_slow(self) -> None:
         self._headers_since = None
