@@ -14,8 +14,8 @@ subclass that:
 - answers 503 and closes a connection that would be one more than ``http_max_connections`` on
   its listener, before reading anything from it.
 
-The cost on a request is a few attribute updates in ``data_received`` and the two parser
-callbacks around the headers: no timer is armed per request.
+The cost on a request is a few attribute reads and updates in ``data_received``: no timer is
+armed per request, no parser callback is wrapped.
 """
 
 from __future__ import annotations
@@ -45,10 +45,15 @@ class GuardedProtocol(HttpToolsProtocol):
     max_header_bytes = 16384
     max_connections = 2048
 
-    _in_headers = True
-    _header_bytes = 0
-    _headers_since: float | None = None  # loop time the current headers began; None: not timed
-    _refused = False
+    # slots, so the instance's dict stays as uvicorn's protocol lays it out (about 30 keys)
+    __slots__ = ("_header_bytes", "_headers_since", "_in_headers", "_refused")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_headers = True
+        self._header_bytes = 0
+        self._headers_since: float | None = None  # when the headers began; None: not timed
+        self._refused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if len(self.server_state.connections) >= self.max_connections:
@@ -67,32 +72,37 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._in_headers:
-            if self._headers_since is None:
-                self._headers_since = self.loop.time()
-            room = self.max_header_bytes - self._header_bytes
-            self._header_bytes += len(data)
-            if self._header_bytes > self.max_header_bytes:
-                # the headers may end in this chunk: give the parser what fits, see whether
-                # they ended, and only then the rest
-                super().data_received(data[:room])
-                if self._in_headers:
-                    self.refuse_headers()
-                    return
-                data = data[room:]
-                if not data or self.transport.is_closing():
-                    return
-        super().data_received(data)
+        if not self._in_headers:
+            cycle = self.cycle
+            if cycle.more_body and not cycle.response_complete:
+                _data_received(self, data)  # the body of the request being read
+                return
+            # the last request is read (or already answered): the next one's headers begin
+            self._in_headers = True
+            self._header_bytes = 0
+        if self._headers_since is None:
+            self._headers_since = self.loop.time()
+        room = self.max_header_bytes - self._header_bytes
+        self._header_bytes += len(data)
+        cycle = self.cycle  # replaced by a new one when the parser completes the headers
+        if self._header_bytes > self.max_header_bytes:
+            # the headers may end in this chunk: give the parser what fits, see whether they
+            # ended, and only then the rest
+            _data_received(self, data[:room])
+            if self.cycle is cycle:
+                self.refuse_headers()
+                return
+            self._headers_done()
+            if room < len(data) and not self.transport.is_closing():
+                _data_received(self, data[room:])
+            return
+        _data_received(self, data)
+        if self.cycle is not cycle:
+            self._headers_done()
 
-    def on_headers_complete(self) -> None:
+    def _headers_done(self) -> None:
         self._in_headers = False
         self._headers_since = None
-        super().on_headers_complete()
-
-    def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._in_headers = True  # what comes next is the next request's headers
-        self._header_bytes = 0
 
     def refuse_headers(self) -> None:
         self._in_headers = False
@@ -114,6 +124,9 @@ class GuardedProtocol(HttpToolsProtocol):
         self._headers_since = None
         if not self.transport.is_closing():
             self.transport.close()
+
+
+_data_received = HttpToolsProtocol.data_received  # called directly: cheaper than super()
 
 
 def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
