@@ -209,3 +209,30 @@ def test_metrics_on_a_listener_of_their_own(tmp_path: Path) -> None:
         assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
     finally:
         server.stop()
+
+
+def test_the_next_request_on_a_kept_alive_connection_is_timed_too(tmp_path: Path) -> None:
+    """After one answered request, the next request's headers have the same time limit (here
+    set to 2 s through ALARMHUB_HTTP_HEADER_SECONDS to keep the test short)."""
+    server = Server(tmp_path, env={"ALARMHUB_HTTP_HEADER_SECONDS": "2"}).start()
+    sock = connect(server)
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.settimeout(10)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        started = time.monotonic()
+        closed = False
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 40:
+            try:
+                sock.send(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if closed_by_peer(sock, 0.5):
+                closed = True
+                break
+        assert closed, "the second request's headers were never timed out"
+        assert time.monotonic() - started <= 5
+    finally:
+        sock.close()
+        server.stop()
