@@ -205,6 +205,10 @@ def _address(value: str | None) -> tuple[str, int] | None:
     multiple=True,
     help="HOST:PORT for SIA DC-09 panels, TCP and UDP (may be given more than once).",
 )
+@click.option(
+    "--metrics-listen",
+    help="HOST:PORT serving /metrics alone (then no other listener serves it).",
+)
 def serve(
     listen: str,
     rx_listen: str | None,
@@ -214,6 +218,7 @@ def serve(
     log_level: str | None,
     log_format: str | None,
     dc09_listen: tuple[str, ...],
+    metrics_listen: str | None,
 ) -> None:
     """Run the node: signaling interface, query interface, health and metrics."""
     from alarmhub.server import Listener
@@ -230,6 +235,7 @@ def serve(
     else:
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
     dc09 = [address for address in map(_address, dc09_listen) if address is not None]
+    metrics = _address(metrics_listen)
     _prepare_data_dir(settings)
     if with_demo:
         _provision_demo(settings)
@@ -239,9 +245,12 @@ def serve(
             url = listener.url()
             if "rx" in listener.parts:
                 click.echo(f"signaling  {url}/rx/<source>:<destination>/contact_id  (and /hb)")
-            click.echo(f"health     {url}/healthz    metrics {url}/metrics")
+            shown = "" if metrics else f"    metrics {url}/metrics"
+            click.echo(f"health     {url}/healthz{shown}")
             if "rest" in listener.parts:
                 click.echo(f"console    {url}/console    queries {url}/rest/rest.php")
+        if metrics:
+            click.echo(f"metrics    {Listener(*metrics, ()).url()}/metrics")
         for host, port in dc09:
             click.echo(f"SIA DC-09  {host}:{port}  (TCP and UDP)")
         if with_demo:
@@ -250,7 +259,7 @@ def serve(
                 click.echo(text, nl=False)
         click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
 
-    run_server(settings, listeners, on_ready=ready, dc09_listen=dc09)
+    run_server(settings, listeners, on_ready=ready, dc09_listen=dc09, metrics_listen=metrics)
 
 
 def _prepare_data_dir(settings: settings_module.Settings) -> None:

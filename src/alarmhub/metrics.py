@@ -50,3 +50,9 @@ SUPERVISION_LEADER = Gauge(
     "alarmhub_supervision_leader",
     "1 when this node runs the heartbeat and DC-09 supervision checks (the leader), else 0",
 )
+QUERIES = Counter("alarmhub_queries", "Queries of the query interface run, by method", ["method"])
+QUERIES_REFUSED = Counter(
+    "alarmhub_queries_refused",
+    "Query-interface requests refused before any query ran, by HTTP status (401, 413)",
+    ["status"],
+)

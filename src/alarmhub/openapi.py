@@ -251,6 +251,7 @@ def document() -> dict[str, Any]:
                             "Invalid method, malformed dates or an invalid field",
                         ),
                         "401": _json(XM_ERROR, "Authentication failed"),
+                        "413": _json(XM_ERROR, "Body over rest_max_body_bytes"),
                     },
                 }
             },

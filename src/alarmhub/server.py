@@ -1,4 +1,5 @@
-"""``alarmhub serve``: one process, one or two HTTP listeners, a clean stop on SIGTERM."""
+"""``alarmhub serve``: one process, one or two HTTP listeners (and one for ``/metrics`` alone if
+asked), a clean stop on SIGTERM. Every listener has the limits of :mod:`listener_limits`."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import uvicorn
-from starlette.routing import BaseRoute
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
-from alarmhub.app import Part, Runtime, build_app
+from alarmhub import listener_limits
+from alarmhub.app import Part, Runtime, build_app, common_routes
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import Settings
 
 log = logging.getLogger("alarmhub.server")
+METRICS_PATH = "/metrics"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +49,20 @@ def parse_address(value: str) -> tuple[str, int]:
 
 
 class _Server(uvicorn.Server):
-    """A uvicorn server whose signals the node handles, so several can stop together."""
+    """A uvicorn server whose signals the node handles, so several can stop together, and that
+    closes the connections whose request headers are overdue (checked once a second)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def on_tick(self, counter: int) -> bool:
+        if counter % 10 == 0:
+            now = asyncio.get_running_loop().time()
+            closed = listener_limits.close_slow_headers(self.server_state.connections, now)
+            if closed:
+                log.info("connections closed: request headers too slow", extra={"count": closed})
+        return await super().on_tick(counter)
 
 
 async def run(
@@ -57,35 +71,34 @@ async def run(
     on_ready: Callable[[Runtime], None] | None = None,
     extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
+    metrics_listen: tuple[str, int] | None = None,
 ) -> None:
     """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
-    (in-flight requests finish), then the writer (queued signals are committed)."""
-    sockets = [bind(listener) for listener in listeners]
+    (in-flight requests finish), then the writer (queued signals are committed).
+
+    With ``metrics_listen``, ``/metrics`` is served on that address alone and on none of the
+    other listeners."""
+    metrics_listener = Listener(*metrics_listen, ()) if metrics_listen else None
+    every = [*listeners, *([metrics_listener] if metrics_listener else [])]
+    sockets = [bind(listener) for listener in every]
     dc09_sockets = [dc09_server.bind(host, port) for host, port in dc09_listen]
     runtime = Runtime(settings)
     await runtime.start()
     dc09 = dc09_server.Receiver(runtime, dc09_sockets) if dc09_sockets else None
     if dc09 is not None:
         await dc09.start()
+    protocol = listener_limits.guarded_protocol(settings)
     servers: list[_Server] = []
     for listener in listeners:
         app = build_app(runtime, listener.parts)
         if extra_routes is not None:  # first: the router tries routes in order
             app.router.routes[:0] = extra_routes(runtime)
-        config = uvicorn.Config(
-            app,
-            host=listener.host,
-            port=listener.port,
-            loop="none",
-            http="httptools",
-            lifespan="off",
-            access_log=False,
-            log_config=None,
-            server_header=False,
-            forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-For/-Proto from these
-            timeout_graceful_shutdown=30,
-        )
-        servers.append(_Server(config))
+        if metrics_listener is not None:
+            app.router.routes[:] = [r for r in app.router.routes if not _is_metrics(r)]
+        servers.append(_Server(_config(app, listener, protocol, settings)))
+    if metrics_listener is not None:
+        metrics_app = Starlette(routes=[r for r in common_routes(runtime) if _is_metrics(r)])
+        servers.append(_Server(_config(metrics_app, metrics_listener, protocol, settings)))
 
     loop = asyncio.get_running_loop()
 
@@ -121,6 +134,31 @@ async def run(
         await runtime.stop()
 
 
+def _is_metrics(route: BaseRoute) -> bool:
+    return isinstance(route, Route) and route.path == METRICS_PATH
+
+
+def _config(
+    app: ASGIApp, listener: Listener, protocol: type[asyncio.Protocol], settings: Settings
+) -> uvicorn.Config:
+    """uvicorn's configuration of one listener: httptools with the listener limits, no
+    WebSocket, no lifespan (the node starts and stops the runtime itself), no access log."""
+    return uvicorn.Config(
+        app,
+        host=listener.host,
+        port=listener.port,
+        loop="none",
+        http=protocol,
+        ws="none",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        server_header=False,
+        forwarded_allow_ips=settings.trusted_proxies,  # X-Forwarded-For/-Proto from these
+        timeout_graceful_shutdown=30,
+    )
+
+
 def bind(listener: Listener) -> socket.socket:
     """The listening socket of ``listener``, bound before anything starts, so that a port in
     use is one clear error and not a half-started node."""
@@ -142,8 +180,9 @@ def serve(
     on_ready: Callable[[Runtime], None] | None = None,
     extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
+    metrics_listen: tuple[str, int] | None = None,
 ) -> None:
     """Run the node on uvloop until it is told to stop."""
     import uvloop
 
-    uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen))
+    uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen, metrics_listen))

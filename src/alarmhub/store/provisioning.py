@@ -451,14 +451,17 @@ class ApiUser:
     hmac_only: bool
 
 
-def api_users(conn: Connection, key: Fernet) -> dict[str, ApiUser]:
-    """Every API user with its password decrypted, for digest checks."""
-    rows = conn.execute(select(s.api_user)).mappings()
-    return {
-        row["username"]: ApiUser(
-            row["username"],
-            secret_key.decrypt(key, row["password_encrypted"]),
-            bool(row["hmac_only"]),
-        )
-        for row in rows
-    }
+def api_users(conn: Connection, key: Fernet) -> tuple[dict[str, ApiUser], list[str]]:
+    """Every API user with its password decrypted, for digest checks; and the names of those
+    whose password cannot be decrypted with ``key`` (encrypted with another station's key, or
+    damaged): those users cannot sign a request, the others are not affected."""
+    users: dict[str, ApiUser] = {}
+    unreadable: list[str] = []
+    for row in conn.execute(select(s.api_user)).mappings():
+        try:
+            password = secret_key.decrypt(key, row["password_encrypted"])
+        except (secret_key.SecretKeyError, ValueError):
+            unreadable.append(row["username"])
+            continue
+        users[row["username"]] = ApiUser(row["username"], password, bool(row["hmac_only"]))
+    return users, unreadable

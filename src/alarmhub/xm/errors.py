@@ -13,6 +13,12 @@ AUTHENTICATION_FAILED: dict[str, Any] = {
     "message": "authentication failed",
     "errno": 401,
 }
+TOO_LARGE: dict[str, Any] = {
+    "status": "error",
+    "message": "request too large",
+    "errno": 413,
+}
+"""A body over ``rest_max_body_bytes`` (decisions section 6), answered before any parsing."""
 MALFORMED: dict[str, Any] = {
     "status": "error",
     "message": "XML is malformed",

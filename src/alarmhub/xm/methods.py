@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection
@@ -25,6 +26,7 @@ SOURCE_DATAENTRY = "DATAENTRY"
 COUNT_DIGITS = 18  # a count of more digits is taken as COUNT_MAX
 COUNT_MAX = 10**COUNT_DIGITS  # below 2**63: fits the database's integers
 HOUR_US = 3_600_000_000
+XMHIST_MAX_RECORDS = 10_000  # the default of the ``xmhist_max_records`` setting
 UNRESOLVED_TYPES = frozenset({"MESSAG", "SYS"})
 
 
@@ -187,14 +189,21 @@ def _paths(query: HistoryQuery) -> frozenset[str]:
     return paths
 
 
-def xmhist(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[str, Any]:
+def xmhist(
+    conn: Connection,
+    form: Form,
+    zone: tzinfo,
+    now_us: int,
+    max_records: int = XMHIST_MAX_RECORDS,
+) -> dict[str, Any]:
+    """XMHIST; without LIMITHIST at most ``max_records`` events (the newest)."""
     query = parse_history_query(form, zone, now_us)
     rows = queries.account_history(
         conn,
         query.account,
         query.start_us,
         query.stop_us,
-        limit=query.limit,
+        limit=query.limit if query.limit is not None else max_records,
         paths=_paths(query),
         exclude_types=UNRESOLVED_TYPES if query.no_multiples else frozenset(),
         settled_only=query.no_multiples,
@@ -287,3 +296,8 @@ def operator_record(row: Mapping[str, Any]) -> dict[str, str]:
 
 Method = Callable[[Connection, Form, tzinfo, int], dict[str, Any]]
 METHODS: dict[str, Method] = {"XMHIST": xmhist, "XMAPEND": xmapend, "XMAINPRO": xmainpro}
+
+
+def method_table(xmhist_max_records: int) -> dict[str, Method]:
+    """The methods by name, XMHIST capped at ``xmhist_max_records`` events without LIMITHIST."""
+    return {**METHODS, "XMHIST": partial(xmhist, max_records=xmhist_max_records)}

@@ -1,0 +1,147 @@
+"""Limits of the HTTP listeners, enforced before a request reaches the application: the time and
+size of a request's headers, and the connections open at once on one listener.
+
+uvicorn's httptools protocol has none of them (its keep-alive timer runs only between
+requests), so a client sending its headers one byte at a time, or a header block without end,
+would hold a connection, and the parser's buffer, for ever. :func:`guarded_protocol` makes a
+subclass that:
+
+- closes a connection that has not sent a request's complete headers within
+  ``http_header_seconds`` of its first byte (of the connection's opening for the first
+  request), checked by :func:`close_slow_headers` once a second;
+- answers 431 and closes when a request's headers (request line included) pass
+  ``http_max_header_bytes``: bytes are counted as they arrive, so the parser never holds more;
+- answers 503 and closes a connection that would be one more than ``http_max_connections`` on
+  its listener, before reading anything from it.
+
+The cost on a request is a few attribute reads and updates in ``data_received``: no timer is
+armed per request, no parser callback is wrapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from alarmhub.settings import Settings
+
+HEADERS_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+    b"content-length: 0\r\nconnection: close\r\n\r\n"
+)
+TOO_MANY_CONNECTIONS = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+)
+HEADER_END = b"\r\n\r\n"
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the listener limits (set by :func:`guarded_protocol`)."""
+
+    header_seconds = 10.0
+    max_header_bytes = 16384
+    max_connections = 2048
+
+    # slots, so the instance's dict stays as uvicorn's protocol lays it out (about 30 keys)
+    __slots__ = ("_header_bytes", "_headers_since", "_in_headers", "_refused")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_headers = True
+        self._header_bytes = 0
+        self._headers_since: float | None = None  # when the headers began; None: not timed
+        self._refused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if len(self.server_state.connections) >= self.max_connections:
+            # refused before anything is read or allocated for it
+            self._refused = True
+            self.transport = transport  # type: ignore[assignment]
+            transport.write(TOO_MANY_CONNECTIONS)  # type: ignore[attr-defined]
+            transport.close()
+            return
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._headers_since = self.loop.time()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._in_headers:
+            cycle = self.cycle
+            if cycle.more_body and not cycle.response_complete:
+                _data_received(self, data)  # the body of the request being read
+                return
+            # the last request is read (or already answered): the next one's headers begin
+            self._in_headers = True
+            self._header_bytes = 0
+        if self._headers_since is None:
+            self._headers_since = self.loop.time()
+        room = self.max_header_bytes - self._header_bytes
+        self._header_bytes += len(data)
+        cycle = self.cycle  # replaced by a new one when the parser completes the headers
+        if self._header_bytes > self.max_header_bytes:
+            # the headers may end in this chunk: give the parser what fits, see whether they
+            # ended, and only then the rest
+            _data_received(self, data[:room])
+            if self.cycle is cycle:
+                self.refuse_headers()
+                return
+            self._headers_done()
+            if room < len(data) and not self.transport.is_closing():
+                _data_received(self, data[room:])
+            return
+        _data_received(self, data)
+        if self.cycle is not cycle:
+            self._headers_done()
+
+    def _headers_done(self) -> None:
+        self._in_headers = False
+        self._headers_since = None
+
+    def refuse_headers(self) -> None:
+        self._in_headers = False
+        self._headers_since = None
+        if not self.transport.is_closing():
+            self.transport.write(HEADERS_TOO_LARGE)
+            self.transport.close()
+
+    def headers_overdue(self, now: float) -> bool:
+        """Whether the current request's headers are late; never while the node is still
+        answering the previous request on this connection (a client may send the next one
+        meanwhile)."""
+        since = self._headers_since
+        if since is None or now - since <= self.header_seconds:
+            return False
+        return self.cycle is None or self.cycle.response_complete
+
+    def close_slow(self) -> None:
+        self._headers_since = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+_data_received = HttpToolsProtocol.data_received  # called directly: cheaper than super()
+
+
+def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
+    """The protocol class of a listener, with the limits of ``settings``."""
+    attributes: dict[str, Any] = {
+        "header_seconds": settings.http_header_seconds,
+        "max_header_bytes": settings.http_max_header_bytes,
+        "max_connections": settings.http_max_connections,
+    }
+    return type("ListenerProtocol", (GuardedProtocol,), attributes)
+
+
+def close_slow_headers(connections: Iterable[object], now: float) -> int:
+    """Close the connections whose headers are overdue; how many were closed."""
+    overdue = [c for c in connections if isinstance(c, GuardedProtocol) and c.headers_overdue(now)]
+    for connection in overdue:
+        connection.close_slow()
+    return len(overdue)
