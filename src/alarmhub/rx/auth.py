@@ -44,7 +44,7 @@ class GrantCache(FollowsProvisioning):
     def refresh(self, conn: Connection) -> None:
         self._grants = provisioning.active_grants(conn)
         self.drivers = provisioning.driver_names(conn)
-        self._unknown.clear()
+        self._unknown = OrderedDict()  # a token created since may be among them
         log.info("provisioning loaded", extra={"tokens": len(self._grants)})
 
     @staticmethod
