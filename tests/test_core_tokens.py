@@ -27,7 +27,13 @@ def test_split_pair(pair: str, split: tuple[str, str]) -> None:
     assert split_pair(pair) == split
 
 
-@pytest.mark.parametrize("pair", ["", ":", "site1", ":rx1", "site1:", "a:b:", "s" * 65 + ":d"])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        "", ":", "site1", ":rx1", "site1:", "a:b:", "s" * 65 + ":d", "s:" + "d" * 65,
+        "site\x001:rx1", "site1:rx1\x00", "a\nb:rx1", "a\x1fb:rx1", "a\x7fb:rx1", "a:b\tc",
+    ],
+)  # fmt: skip
 def test_split_pair_refuses(pair: str) -> None:
     assert split_pair(pair) is None
 

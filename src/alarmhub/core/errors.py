@@ -31,6 +31,7 @@ IDEMPOTENCY_KEY_MAX = 255
 IDEMPOTENCY_INVALID = Refusal(
     "IDEMPOTENCY-1", f"Idempotency-Key must be 1-{IDEMPOTENCY_KEY_MAX} printable ASCII characters"
 )
+IDEMPOTENCY_CONFLICT = Refusal("IDEMPOTENCY-2", "Idempotency-Key was used for a different signal")
 
 ALL: tuple[Refusal, ...] = (
     DNIS_REQUIRED,
@@ -47,4 +48,5 @@ ALL: tuple[Refusal, ...] = (
     HEARTBEAT_REFUSED,
     STORE_FAILED,
     IDEMPOTENCY_INVALID,
+    IDEMPOTENCY_CONFLICT,
 )

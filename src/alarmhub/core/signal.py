@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, NamedTuple
 
 from alarmhub.contactid import EVENTS
@@ -92,3 +93,11 @@ def validate(body: dict[str, Any]) -> SignalFields | Refusal:
         return errors.ZONE_INVALID
     assert isinstance(dnis, str)
     return SignalFields(dnis=dnis, panel=panel, code=code, area=area, zone=zone)
+
+
+def digest(sig: Signal) -> str:
+    """What a signal says, as 32 hex digits: its path and its fields after defaults and padding,
+    not who sent it nor when. A retry under an Idempotency-Key must say the same as the first
+    signal; anything else is another signal (IDEMPOTENCY-2)."""
+    said = "\x1f".join((sig.source, sig.destination, *sig.fields))
+    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

@@ -26,10 +26,21 @@ def valid_name(name: str) -> bool:
     return NAME_PATTERN.fullmatch(name) is not None and name.isascii()
 
 
+PAIR_PART_MAX = 64
+# U+0000-U+001F and U+007F: never part of a source or destination (decisions section 6)
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def split_pair(pair: str) -> tuple[str, str] | None:
-    """``source:destination`` split at its last colon; None when either side is empty."""
+    """``source:destination`` split at its last colon; None unless each side is 1-64
+    characters with no control character."""
     source, sep, destination = pair.rpartition(":")
-    if not sep or not source or not destination or len(source) > 64:
+    if (
+        not sep
+        or not 0 < len(source) <= PAIR_PART_MAX
+        or not 0 < len(destination) <= PAIR_PART_MAX
+        or _CONTROL.search(pair) is not None
+    ):
         return None
     return source, destination
 

@@ -160,7 +160,9 @@ class Receiver:
                 return
             for sig, future in zip(signals, stored, strict=True):
                 result = future.result()
-                (DEDUPLICATED if result.duplicate else ACCEPTED).inc()
+                # a retry key names the frame's content: a conflict is the same event stored
+                # before under another line mapping, so it is a retransmission too
+                (DEDUPLICATED if result.duplicate or result.conflict else ACCEPTED).inc()
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(
                         "dc09 event stored",

@@ -158,6 +158,8 @@ def routes(runtime: Runtime) -> list[Route]:
         except StoreUnavailable as exc:
             log.error("signal not stored", extra={"source": pair[0], "reason": str(exc)})
             return refuse(errors.STORE_FAILED)
+        if stored.conflict:
+            return refuse(errors.IDEMPOTENCY_CONFLICT)
         if stored.duplicate:
             DEDUPLICATED.inc()
         else:

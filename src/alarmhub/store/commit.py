@@ -13,10 +13,10 @@ from typing import Any
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema as s
 
-KEY_COLUMNS = ("token_name", "idempotency_key", "incident_number", "created_us")
+KEY_COLUMNS = ("token_name", "idempotency_key", "incident_number", "created_us", "digest")
 SIGNAL_COLUMNS = (
     "incident_number",
     "source",
@@ -33,10 +33,16 @@ SIGNAL_COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """The outcome of one submitted signal."""
+    """The outcome of one submitted signal: stored under ``incident_number``, or already stored
+    under it (``duplicate``: a retry), or refused because its Idempotency-Key was used for a
+    different signal (``conflict``: nothing stored, no incident number)."""
 
     incident_number: int
     duplicate: bool = False
+    conflict: bool = False
+
+
+CONFLICT = Stored(0, conflict=True)
 
 
 def to_wire(sig: Signal) -> list[Any]:
@@ -185,7 +191,9 @@ def store_plain(conn: Connection, statement: SignalInsert, batch: Sequence[Signa
 
 KEY_CHUNK = 500
 _key = s.idempotency.c
-_REMEMBERED = select(_key.idempotency_key, _key.incident_number, _key.created_us).where(
+_REMEMBERED = select(
+    _key.idempotency_key, _key.incident_number, _key.created_us, _key.digest
+).where(
     _key.token_name == bindparam("token_name"),
     _key.idempotency_key.in_(bindparam("keys", expanding=True)),
 )
@@ -193,19 +201,20 @@ _REMEMBERED = select(_key.idempotency_key, _key.incident_number, _key.created_us
 
 def _remembered(
     conn: Connection, keys: Iterable[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[int, int]]:
-    """The incident number and time of each key already remembered, looked up in bulk."""
+) -> dict[tuple[str, str], tuple[int, int, str | None]]:
+    """The incident number, time and signal digest of each key already remembered, looked up
+    in bulk."""
     by_token: dict[str, list[str]] = {}
     for token_name, key in keys:
         by_token.setdefault(token_name, []).append(key)
-    found: dict[tuple[str, str], tuple[int, int]] = {}
+    found: dict[tuple[str, str], tuple[int, int, str | None]] = {}
     for token_name, names in by_token.items():
         for start in range(0, len(names), KEY_CHUNK):
             rows = conn.execute(
                 _REMEMBERED, {"token_name": token_name, "keys": names[start : start + KEY_CHUNK]}
             )
-            for key, number, created in rows:
-                found[(token_name, key)] = (number, created)
+            for key, number, created, said in rows:
+                found[(token_name, key)] = (number, created, said)
     return found
 
 
@@ -225,9 +234,11 @@ def commit_signals(
     windows_us: Mapping[str, int] | None = None,
 ) -> list[Stored]:
     """Store a batch in the caller's transaction. A retry with a known Idempotency-Key (same
-    token, within the window) is not stored again: it gets its first commit's incident number.
-    ``windows_us`` gives the token names whose keys have a window of their own (the DC-09
-    receiver's retry window)."""
+    token, within the window) that says the same as the first signal (the same
+    :func:`~alarmhub.core.signal.digest`) is not stored again: it gets its first commit's
+    incident number. A different signal under a known key is not stored either: it gets
+    :data:`CONFLICT`. ``windows_us`` gives the token names whose keys have a window of their
+    own (the DC-09 receiver's retry window)."""
     windows = windows_us or {}
     lock_incidents(conn)  # another node's commit cannot remember the same key meanwhile
     outcome: list[Stored | None] = [None] * len(batch)
@@ -239,6 +250,7 @@ def commit_signals(
         else:
             keyed.setdefault((sig.token_name, sig.idempotency_key), []).append(i)
     remembered = _remembered(conn, keyed)
+    said = {i: digest(batch[i]) for indices in keyed.values() for i in indices}
     first_of_key: dict[tuple[str, str], int] = {}
     stale: list[tuple[str, str]] = []
     repeats: list[tuple[int, int]] = []
@@ -247,8 +259,9 @@ def commit_signals(
         row = remembered.get(key)
         window = windows.get(key[0], idempotency_window_us)
         if row is not None and batch[first_index].received_us - row[1] <= window:
-            for i in indices:
-                outcome[i] = Stored(row[0], duplicate=True)
+            for i in indices:  # keys remembered before digests were kept have none: a retry
+                same = row[2] is None or row[2] == said[i]
+                outcome[i] = Stored(row[0], duplicate=True) if same else CONFLICT
             continue
         if row is not None:
             stale.append(key)
@@ -266,14 +279,15 @@ def commit_signals(
         statement.keys.execute(
             conn,
             [
-                (key[0], key[1], first + fresh_position[i], batch[i].received_us)
+                (key[0], key[1], first + fresh_position[i], batch[i].received_us, said[i])
                 for key, i in first_of_key.items()
             ],
         )
     for i, first_index in repeats:
         earlier = outcome[first_index]
         assert earlier is not None
-        outcome[i] = Stored(earlier.incident_number, duplicate=True)
+        same = said[i] == said[first_index]
+        outcome[i] = Stored(earlier.incident_number, duplicate=True) if same else CONFLICT
     return [o for o in outcome if o is not None]
 
 

@@ -10,6 +10,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from alarmhub.store import sqlite
 
@@ -18,6 +19,14 @@ MIGRATION_LOCK = 0x616C61726D6D6967  # the advisory lock key of schema upgrades
 
 class StoreUnavailable(RuntimeError):
     """The database could not be reached or written."""
+
+
+def unavailable(exc: BaseException) -> bool:
+    """True when ``exc`` says the database is away (unreachable, locked, its disk full), not
+    that it refused what one statement wrote."""
+    return isinstance(exc, OperationalError | InterfaceError | StoreUnavailable) or bool(
+        getattr(exc, "connection_invalidated", False)
+    )
 
 
 def open_engine(url: str, synchronous: bool = True) -> Engine:

@@ -119,6 +119,8 @@ idempotency = Table(
     Column("idempotency_key", String(255), nullable=False),
     Column("incident_number", BigInteger, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+    # what the first signal said (core.signal.digest): a retry must say the same
+    Column("digest", String(32), nullable=True),
     PrimaryKeyConstraint("token_name", "idempotency_key"),
 )
 # the keys of one token older than its window are forgotten every second: (token, time) finds

@@ -162,18 +162,18 @@ class SignalWriter:
                 self._ready.set_result(None)
             return
         waiters = [f for _ in range(message["frames"]) for f in self._in_flight.popleft()]
-        if "error" in message:
+        metrics.COMMIT_SECONDS.observe(message["seconds"])
+        metrics.COMMIT_BATCH.observe(len(waiters))
+        failed = False
+        for future, outcome in zip(waiters, message["stored"], strict=True):
+            if isinstance(outcome, str):  # the database refused this signal (or the commit)
+                failed = True
+                if not future.done():
+                    future.set_exception(StoreUnavailable(outcome))
+            elif not future.done():
+                future.set_result(Stored(*outcome))
+        if failed:
             metrics.COMMIT_FAILURES.inc()
-            error = StoreUnavailable(message["error"])
-            for future in waiters:
-                if not future.done():
-                    future.set_exception(error)
-        else:
-            metrics.COMMIT_SECONDS.observe(message["seconds"])
-            metrics.COMMIT_BATCH.observe(len(waiters))
-            for future, (number, duplicate) in zip(waiters, message["stored"], strict=True):
-                if not future.done():
-                    future.set_result(Stored(number, duplicate))
         if not self._in_flight:
             self._drained.set()
 

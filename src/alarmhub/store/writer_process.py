@@ -34,7 +34,7 @@ from alarmhub.store.commit import (
     from_wire,
     store_plain,
 )
-from alarmhub.store.engine import WriteConnection, open_engine
+from alarmhub.store.engine import WriteConnection, open_engine, unavailable
 from alarmhub.store.processing import ROUTE_BATCH, Processor
 
 log = logging.getLogger("alarmhub.writer")
@@ -182,32 +182,61 @@ class WriterLoop:
         batch = [from_wire(row) for frame in waiting[:frames] for row in frame]
         del waiting[:frames]
         started = time.perf_counter()
-        reply: dict[str, Any]
+        outcome: list[Stored | str]
         try:
-            with self._store.transaction() as conn:
-                if any(sig.idempotency_key is not None for sig in batch):
-                    stored = commit_signals(
-                        conn, self._statement, batch, self._window_us, self._key_windows_us
-                    )
-                else:
-                    stored = store_plain(conn, self._statement, batch)
-            reply = {
-                "frames": frames,
-                "stored": [[x.incident_number, x.duplicate] for x in stored],
-                "seconds": time.perf_counter() - started,
-            }
+            outcome = list(self._store_batch(batch))
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
-            reply = {"frames": frames, "error": repr(exc)}
-            stored = []
+            retry = len(batch) > 1 and not unavailable(exc)
+            outcome = self._one_by_one(batch) if retry else [repr(exc)] * len(batch)
+        reply = {
+            "frames": frames,
+            "stored": [
+                x if isinstance(x, str) else [x.incident_number, x.duplicate, x.conflict]
+                for x in outcome
+            ],
+            "seconds": time.perf_counter() - started,
+        }
         try:
             self._sock.sendall(framing.encode(reply))
         except OSError:
             self._open = False  # the parent is gone; what is committed stays committed
+        stored = [
+            (sig, x)
+            for sig, x in zip(batch, outcome, strict=True)
+            if isinstance(x, Stored) and not x.conflict
+        ]
         if stored:
-            self._committed(batch, stored)
+            self._committed(stored)
 
-    def _committed(self, batch: Sequence[Signal], stored: Sequence[Stored]) -> None:
+    def _store_batch(self, batch: Sequence[Signal]) -> list[Stored]:
+        """Store ``batch`` in one transaction, committed with an fsync."""
+        with self._store.transaction() as conn:
+            if any(sig.idempotency_key is not None for sig in batch):
+                return commit_signals(
+                    conn, self._statement, batch, self._window_us, self._key_windows_us
+                )
+            return store_plain(conn, self._statement, batch)
+
+    def _one_by_one(self, batch: Sequence[Signal]) -> list[Stored | str]:
+        """A group commit the database refused, stored again one signal a transaction, so that
+        a signal the database refuses fails alone and its neighbours are stored. When the
+        database itself is away (unreachable, disk full), the rest fail at once."""
+        outcome: list[Stored | str] = []
+        for done, sig in enumerate(batch):
+            try:
+                outcome += self._store_batch([sig])
+            except Exception as exc:
+                if unavailable(exc):
+                    return outcome + [repr(exc)] * (len(batch) - done)
+                log.error(
+                    "signal refused by the database",
+                    extra={"source": sig.source, "token": sig.token_name, "error": repr(exc)},
+                )
+                outcome.append(repr(exc))
+        return outcome
+
+    def _committed(self, stored: Sequence[tuple[Signal, Stored]]) -> None:
         """Signals committed and answered: routed next, in a transaction of their own that
         does not wait for the disk (it is derived from what is durable), so the node answers
         while the writer routes instead of waiting for it.
@@ -223,11 +252,7 @@ class WriterLoop:
         if self._backlog:
             self._route_due = True
             return
-        fresh = [
-            StoredSignal.of(x.incident_number, sig)
-            for sig, x in zip(batch, stored, strict=True)
-            if not x.duplicate
-        ]
+        fresh = [StoredSignal.of(x.incident_number, sig) for sig, x in stored if not x.duplicate]
         if fresh and not self._unrouted:
             self._unrouted_since = time.monotonic()
         self._unrouted += fresh
