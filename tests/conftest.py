@@ -9,6 +9,7 @@ that every command and node started on it uses it, and dropped at the end of the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -25,10 +26,12 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
-from alarmhub.store.engine import driver_url, open_engine
+from alarmhub.store import operations
+from alarmhub.store.engine import driver_url, open_engine, upgrade
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -300,3 +303,22 @@ def db_rows(data_dir: Path, sql: str, *params: object) -> list[Record]:
             return [Record(tuple(row), columns) for row in result.fetchall()]
     finally:
         engine.dispose()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    """A migrated database of the test's own, for tests that run store code in-process."""
+    engine = open_engine(database_url(tmp_path, "inprocess"))
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+class Runner:
+    """What in-process code needs of the node's writer: a write transaction off the loop."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def run(self, work: Callable[[Connection], Any]) -> Any:
+        return await asyncio.to_thread(operations.run, self.engine, work)

@@ -12,29 +12,17 @@ from __future__ import annotations
 import select
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Server, Station, free_port, provision, wait_for
+from tests.conftest import Server, Station, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
 HEADER_SECONDS = 10  # the default of http_header_seconds
 MAX_CONNECTIONS = 5
-
-
-@pytest.fixture(scope="module")
-def station(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Station]:
-    data_dir = tmp_path_factory.mktemp("attack-http")
-    token = provision(data_dir)
-    server = Server(data_dir).start()
-    try:
-        yield Station(server, token, data_dir)
-    finally:
-        server.stop()
 
 
 def connect(server: Server) -> socket.socket:

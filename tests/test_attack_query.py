@@ -12,26 +12,26 @@ import asyncio
 import re
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, event, insert, select, update
+from sqlalchemy import event, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
 from alarmhub.clock import now_us
-from alarmhub.store import operations, provisioning
+from alarmhub.store import provisioning
 from alarmhub.store import schema as s
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
+from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook, QueryAuth, Refused
 from tests.conftest import (
     ON_POSTGRES,
+    Runner,
     Server,
     Station,
     cli,
@@ -244,24 +244,6 @@ def test_an_undecryptable_api_user_is_disabled_alone_with_a_log_line(tmp_path: P
 # unknown usernames ---------------------------------------------------------------------------
 
 
-class CountingRunner:
-    """What NonceBook needs of the writer, for a test that runs QueryAuth in-process."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    async def run(self, work: Callable[[Connection], Any]) -> Any:
-        return await asyncio.to_thread(operations.run, self.engine, work)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "auth"))
-    upgrade(engine)
-    yield engine
-    engine.dispose()
-
-
 def signed(username: str, password: str) -> dict[str, str]:
     date, nonce = digest.date_header(), new_nonce()
     return {
@@ -284,7 +266,7 @@ def test_unknown_usernames_do_not_cost_a_database_round_trip_each(engine: Engine
         statements += 1
 
     async def scenario() -> None:
-        auth = QueryAuth(engine, key, NonceBook(CountingRunner(engine)))  # type: ignore[arg-type]
+        auth = QueryAuth(engine, key, NonceBook(Runner(engine)))  # type: ignore[arg-type]
         await auth.start()
         try:
             event.listen(engine, "before_cursor_execute", count)
@@ -329,7 +311,7 @@ def test_the_shared_nonce_table_is_purged(engine: Engine) -> None:
         old = now_us() - NONCE_WINDOW_US - 1
         with write_transaction(engine) as conn:
             conn.execute(insert(s.nonce).values(username="ann", nonce="old", created_us=old))
-        book = NonceBook(CountingRunner(engine), shared=True)  # type: ignore[arg-type]
+        book = NonceBook(Runner(engine), shared=True)  # type: ignore[arg-type]
         book.PURGE_SECONDS = 0.05  # type: ignore[misc]
         await book.start()
         try:
@@ -423,7 +405,7 @@ def test_many_nonce_claims_in_one_batch_count_each_once(engine: Engine) -> None:
     """Claims of one batch: a nonce twice in it is one claim and one replay."""
 
     async def scenario() -> None:
-        book = NonceBook(CountingRunner(engine), shared=True)  # type: ignore[arg-type]
+        book = NonceBook(Runner(engine), shared=True)  # type: ignore[arg-type]
         await book.start()
         try:
             now = now_us()

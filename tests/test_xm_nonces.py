@@ -5,38 +5,15 @@ forgotten; and the shared mode (several nodes) that claims each nonce in the dat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import Connection, func, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
-from alarmhub.store import operations
 from alarmhub.store import schema as s
-from alarmhub.store.engine import open_engine, upgrade
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook
-from tests.conftest import database_url
-
-
-class Runner:
-    """What NonceBook needs of the node's writer: a write transaction off the loop."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    async def run(self, work: Callable[[Connection], Any]) -> Any:
-        return await asyncio.to_thread(operations.run, self.engine, work)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+from tests.conftest import Runner
 
 
 def stored(engine: Engine) -> int:
