@@ -7,7 +7,7 @@ LISTEN ?= 127.0.0.1:8080
 # the PostgreSQL server of the second run of the suite (each test gets a database of its own)
 ALARMHUB_TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test test-sqlite test-postgres lint unit bench clean
+.PHONY: run test test-sqlite test-postgres lint unit fuzz bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test-postgres: $(VENV)/.installed-test
 	  echo "== SKIPPED: the suite on PostgreSQL did not run (no server answered at ALARMHUB_TEST_DATABASE_URL);"; \
 	  echo "   set ALARMHUB_TEST_DATABASE_URL to a PostgreSQL server to run it"; \
 	fi
+
+# every wire parser fuzzed in-process, 100,000 inputs each (ALARMHUB_FUZZ_EXAMPLES to change);
+# not part of `make test` (it takes about half an hour on two cores): tests/fuzz/README.md
+fuzz: $(VENV)/.installed-test
+	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py
