@@ -24,6 +24,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from starlette.requests import Request
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from alarmhub.settings import Settings
@@ -145,3 +146,14 @@ def close_slow_headers(connections: Iterable[object], now: float) -> int:
     for connection in overdue:
         connection.close_slow()
     return len(overdue)
+
+
+async def read_limited(request: Request, limit: int) -> bytes | None:
+    """A request's body as it arrives (chunked too), or None as soon as it passes ``limit``
+    bytes: never more than ``limit`` and one chunk is held."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

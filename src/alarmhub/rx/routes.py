@@ -18,6 +18,7 @@ from alarmhub.core import errors
 from alarmhub.core.errors import Refusal
 from alarmhub.core.signal import Signal, validate
 from alarmhub.core.tokens import split_pair
+from alarmhub.listener_limits import read_limited
 from alarmhub.store.engine import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -97,12 +98,7 @@ async def _read_body(request: Request, limit: int, length: str | None) -> bytes 
     Content-Length)."""
     if length is not None and length.isdigit():
         return await request.body() if int(length) <= limit else None
-    chunks = bytearray()
-    async for chunk in request.stream():
-        chunks += chunk
-        if len(chunks) > limit:
-            return None
-    return bytes(chunks)
+    return await read_limited(request, limit)
 
 
 def _decode(raw: bytes | None) -> Any:

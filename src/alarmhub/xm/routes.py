@@ -17,6 +17,7 @@ from starlette.types import Message
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.listener_limits import read_limited
 from alarmhub.xm import errors
 from alarmhub.xm.auth import Refused
 from alarmhub.xm.methods import XmError, method_table
@@ -63,17 +64,6 @@ def declared_too_large(request: Request, limit: int) -> bool:
     return declared is not None and (not declared.isdigit() or int(declared) > limit)
 
 
-async def read_body(request: Request, limit: int) -> bytes | None:
-    """The body as it arrives (also chunked), or None as soon as it passes ``limit`` bytes:
-    never more than ``limit`` and one chunk is held."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
-
-
 async def read_form(request: Request, body: bytes) -> list[tuple[str, str]]:
     """The form fields of a body already read (multipart or URL-encoded)."""
     sent = False
@@ -107,7 +97,7 @@ def routes(runtime: Runtime) -> list[Route]:
             return refused(request, presented)
         if not presented.form_signed and not await auth.claim(request.headers):
             return refused(request, Refused("replayed nonce"))
-        body = await read_body(request, limit)
+        body = await read_limited(request, limit)
         if body is None:
             return too_large(request, limit)
         try:
