@@ -297,6 +297,17 @@ def test_an_unknown_session_cookie_is_not_looked_up_again(node: Node) -> None:
         assert browser.me() == 401
 
 
+@pytest.mark.parametrize("segment", ["1" * 5000, "9" * 20, "0", "-1", "\u0661"])
+def test_an_alarm_id_out_of_range_is_422_not_a_server_error(node: Node, segment: str) -> None:
+    """A path's alarm id is checked before it is a number: 5,000 digits (past int()'s limit)
+    or 20 digits are a 422 CONSOLE-INPUT, like any other bad id."""
+    with Browser(node.url) as browser:
+        assert signed_in(browser.sign_in("OP6"))
+        answer = browser.client.get(f"/console/api/alarms/{segment}")
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error_code"] == "CONSOLE-INPUT"
+
+
 # the rules, without a server ---------------------------------------------------------------
 
 

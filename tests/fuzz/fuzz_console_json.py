@@ -37,12 +37,18 @@ bodies = st.one_of(
     ),
 )
 
+segments = st.one_of(
+    st.text(max_size=24),
+    st.integers(0, 6000).map(lambda n: "1" * n),  # past int()'s 4,300-digit limit
+    st.integers(0, 2**70).map(str),
+)
+
 
 def test_console_inputs_are_read_or_refused_with_bad_input() -> None:
     counter = Counter("console JSON")
 
     @FUZZ
-    @given(body=bodies, allowed=st.sampled_from(ACTIONS), segment=st.text(max_size=24))
+    @given(body=bodies, allowed=st.sampled_from(ACTIONS), segment=segments)
     def one(body: bytes, allowed: dict[str, type], segment: str) -> None:
         counter.runs += 1
         try:

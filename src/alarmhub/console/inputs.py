@@ -22,7 +22,12 @@ class BadInput(Exception):
 
 def alarm_id(text: str) -> int:
     """The alarm id of a path segment: a positive whole number."""
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= MAX_ALARM_ID:
+    if (
+        not text.isascii()
+        or not text.isdigit()
+        or len(text) > len(str(MAX_ALARM_ID))  # before int(): a long string costs, or raises
+        or not 0 < int(text) <= MAX_ALARM_ID
+    ):
         raise BadInput(f"alarm id must be a positive whole number, not {text[:20]!r}")
     return int(text)
 
