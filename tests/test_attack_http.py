@@ -63,6 +63,26 @@ def read_answer(sock: socket.socket) -> bytes:
         received += chunk
 
 
+def read_response(sock: socket.socket, buffered: bytes) -> tuple[bytes, bytes]:
+    """One whole response (head and a body of its Content-Length) and the bytes after it."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data!r}"
+        data += chunk
+    head, _, after = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(after) < length:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {data + after!r}"
+        after += chunk
+    return head + b"\r\n\r\n" + after[:length], after[length:]
+
+
 def test_headers_sent_one_byte_every_2_s_are_closed_by_12_s(station: Station) -> None:
     """A client that has not sent its complete headers within 10 s is closed."""
     request = (
@@ -150,6 +170,32 @@ def test_headers_under_the_limit_and_a_signal_still_work(station: Station) -> No
                 headers={"Authorization": f"Bearer {station.token}"},
             )
             assert answer.status_code == 200, answer.text
+
+
+def test_a_body_answered_before_its_end_is_not_the_next_requests_headers(
+    station: Station,
+) -> None:
+    """A request refused for its size before its body arrived: the rest of its body,
+    sent after the answer, is read as that body, and the next request on the connection is
+    answered as usual (not 431, as when those bytes were counted as its headers)."""
+    size = 100_000  # over rest_max_body_bytes
+    sock = connect(station.server)
+    try:
+        sock.sendall(
+            b"POST /rx/site1:rx1/contact_id HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer " + station.token.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size
+        )
+        sock.settimeout(10)
+        refusal, rest = read_response(sock, b"")
+        assert refusal.startswith(b"HTTP/1.1 4"), refusal  # refused, body unread
+        for _ in range(0, size, 10_000):
+            sock.sendall(b" " * 10_000)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer, _ = read_response(sock, rest)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+    finally:
+        sock.close()
 
 
 def test_connections_over_the_cap_are_refused(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ subclass that:
 - answers 503 and closes a connection that would be one more than ``http_max_connections`` on
   its listener, before reading anything from it.
 
-The cost on a request is a few attribute reads and updates in ``data_received``: no timer is
-armed per request, no parser callback is wrapped.
+The cost on a request is a few attribute reads and updates in ``data_received`` and one in the
+parser's end-of-message callback: no timer is armed per request.
 """
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ class GuardedProtocol(HttpToolsProtocol):
     max_connections = 2048
 
     # slots, so the instance's dict stays as uvicorn's protocol lays it out (about 30 keys)
-    __slots__ = ("_header_bytes", "_headers_since", "_in_headers", "_refused")
+    __slots__ = ("_header_bytes", "_headers_since", "_in_headers", "_message_done", "_refused")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._in_headers = True
+        self._message_done = False  # the parser has read the current request to its end
         self._header_bytes = 0
         self._headers_since: float | None = None  # when the headers began; None: not timed
         self._refused = False
@@ -74,12 +75,15 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if not self._in_headers:
-            cycle = self.cycle
-            if cycle.more_body and not cycle.response_complete:
-                _data_received(self, data)  # the body of the request being read
+            if not self._message_done:
+                # the body of the request being read, even when it was answered before its
+                # end (a body over a limit): its bytes are never the next request's headers
+                _data_received(self, data)
                 return
-            # the last request is read (or already answered): the next one's headers begin
+            # the last request is read to its end: the next one's headers begin (counted from
+            # this read on; what followed the end in the same read is not counted)
             self._in_headers = True
+            self._message_done = False
             self._header_bytes = 0
         if self._headers_since is None:
             self._headers_since = self.loop.time()
@@ -100,6 +104,10 @@ class GuardedProtocol(HttpToolsProtocol):
         _data_received(self, data)
         if self.cycle is not cycle:
             self._headers_done()
+
+    def on_message_complete(self) -> None:
+        self._message_done = True
+        _on_message_complete(self)
 
     def _headers_done(self) -> None:
         self._in_headers = False
@@ -127,7 +135,9 @@ class GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-_data_received = HttpToolsProtocol.data_received  # called directly: cheaper than super()
+# called directly: cheaper than super()
+_data_received = HttpToolsProtocol.data_received
+_on_message_complete = HttpToolsProtocol.on_message_complete
 
 
 def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
