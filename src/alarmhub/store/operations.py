@@ -9,6 +9,7 @@ consoles and XMAPEND/XMAINPRO see it at once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from collections.abc import Callable, Mapping
@@ -33,9 +34,15 @@ T = TypeVar("T")
 SESSION_HOURS = 12
 HANDED_PER_PASS = 50
 _hasher = PasswordHasher()
-_DUMMY_HASH = _hasher.hash(secrets.token_hex(16))  # equal work for unknown operators
 a = s.alarm.c
 o = s.operator.c
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash that unknown operators' passwords are checked against (equal work for them),
+    made at its first use: an Argon2 hash costs about 0.1 s, too much for every import."""
+    return _hasher.hash(secrets.token_hex(16))
 
 
 def run(engine: Engine, work: Callable[[Connection], T]) -> T:
@@ -245,7 +252,7 @@ def check_password(conn: Connection, code: str, password: str) -> PasswordCheck:
     a password, a disabled one and a wrong password take the same work and do not match."""
     row = conn.execute(select(o.password_hash, o.disabled).where(o.code == code)).first()
     if row is None or row.password_hash is None:
-        _verify(_DUMMY_HASH, password)
+        _verify(_dummy_hash(), password)
         return PasswordCheck(code, False, "unknown")
     matched = _verify(row.password_hash, password)
     if not matched:
