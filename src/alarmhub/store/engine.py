@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from alarmhub.store import sqlite
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 MIGRATION_LOCK = 0x616C61726D6D6967  # the advisory lock key of schema upgrades
+VERSION_TABLE = "alembic_version"
+_REVISION = re.compile(r"""^revision(?:\s*:[^=\n]*)?\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"^down_revision(?:\s*:[^=\n]*)?\s*=(.*)$", re.MULTILINE)
 
 
 class StoreUnavailable(RuntimeError):
@@ -89,6 +96,8 @@ class WriteConnection:
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     config = Config()
     location = resources.files("alarmhub.store").joinpath("migrations")
     config.set_main_option("script_location", str(location))
@@ -98,6 +107,8 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (a no-op when it is there already)."""
+    from alembic import command
+
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with write_transaction(engine) as connection:
         if engine.dialect.name == "postgresql":  # nodes starting together migrate one by one
@@ -110,3 +121,45 @@ def is_new(engine: Engine) -> bool:
     """True when the database has no alarmhub schema yet."""
     with engine.connect() as connection:
         return not inspect(connection).has_table("signal")
+
+
+def upgrade_if_behind(engine: Engine) -> bool:
+    """:func:`upgrade` unless the database is at the newest migration already, which is found
+    without loading Alembic and the migrations (a command line's start-up would pay for
+    them); True when it upgraded."""
+    if at_head(engine):
+        return False
+    upgrade(engine)
+    return True
+
+
+def at_head(engine: Engine) -> bool:
+    """True when the database's schema is at the newest migration."""
+    head = head_revision()
+    if head is None:
+        return False
+    with engine.connect() as connection:
+        if not inspect(connection).has_table(VERSION_TABLE):
+            return False
+        current = connection.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        return list(current) == [head]
+
+
+@cache
+def head_revision() -> str | None:
+    """The newest migration's revision, read from the text of the migration files; None when
+    they do not name exactly one newest, or a file is not read as a migration."""
+    revisions: set[str] = set()
+    earlier: set[str] = set()
+    versions = resources.files("alarmhub.store").joinpath("migrations").joinpath("versions")
+    for item in versions.iterdir():
+        if not item.name.endswith(".py") or item.name == "__init__.py":
+            continue
+        source = item.read_text(encoding="utf-8")
+        revision, down = _REVISION.search(source), _DOWN_REVISION.search(source)
+        if revision is None or down is None:
+            return None
+        revisions.add(revision[1])
+        earlier.update(re.findall(r"""["']([^"']+)["']""", down[1]))
+    heads = revisions - earlier
+    return heads.pop() if len(heads) == 1 else None
