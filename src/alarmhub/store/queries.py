@@ -105,6 +105,12 @@ def history_of_incident(conn: Connection, incident_number: int) -> list[dict[str
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
+def newest_signals(conn: Connection, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` newest stored signals, newest first."""
+    query = select(s.signal).order_by(s.signal.c.incident_number.desc()).limit(limit)
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
 def unrouted_count(conn: Connection) -> int:
     sig = s.signal.c
     query = select(func.count()).select_from(s.signal).where(sig.routed_us.is_(None))
