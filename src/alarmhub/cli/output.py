@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from alarmhub import settings as settings_module
-from alarmhub.core.operations import Refusal
-
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
     from sqlalchemy.engine import Engine
+
+    from alarmhub.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 PIPE_WIDTH = 1000
@@ -90,7 +89,9 @@ def secret_option(
     )
 
 
-def load_settings(data_dir: Path | None, **overrides: Any) -> settings_module.Settings:
+def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
+    from alarmhub import settings as settings_module
+
     try:
         return settings_module.load(data_dir, **overrides)
     except settings_module.SettingsError as exc:
@@ -128,12 +129,13 @@ def provisioning_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except Refusal as exc:
-            raise CommandError(str(exc)) from None
-        except ValueError as exc:
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            from alarmhub.core.operations import Refusal
             from alarmhub.store.provisioning import ProvisioningError
 
-            if isinstance(exc, ProvisioningError):
+            if isinstance(exc, Refusal | ProvisioningError):
                 raise CommandError(str(exc)) from None
             raise
 

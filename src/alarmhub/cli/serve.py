@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from alarmhub import files
-from alarmhub import settings as settings_module
 from alarmhub.cli.output import (
     data_dir_option,
     emit,
@@ -18,6 +18,9 @@ from alarmhub.cli.output import (
     provisioning_errors,
     station_key,
 )
+
+if TYPE_CHECKING:
+    from alarmhub.settings import Settings
 
 
 def _address(value: str | None) -> tuple[str, int] | None:
@@ -107,7 +110,7 @@ def serve(
     run_server(settings, listeners, on_ready=ready, dc09_listen=dc09, metrics_listen=metrics)
 
 
-def _prepare_data_dir(settings: settings_module.Settings) -> None:
+def _prepare_data_dir(settings: Settings) -> None:
     """Create the data directory 0700 (warn when an existing one is open to others) and refuse
     to start with a secret key that is not the station's alone."""
     loose = files.private_directory(settings.data_dir)
@@ -123,7 +126,7 @@ def _prepare_data_dir(settings: settings_module.Settings) -> None:
     station_key(settings.data_dir)
 
 
-def _provision_demo(settings: settings_module.Settings) -> None:
+def _provision_demo(settings: Settings) -> None:
     from alarmhub import demo
     from alarmhub.store import engine as store_engine
 
