@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -30,15 +31,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs, pages, security, views
-from alarmhub.console.feed import EventStream
+from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.console.inputs import BadInput
 from alarmhub.core.operations import Operator, Refusal, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import operations as store_ops
 from alarmhub.store.engine import StoreUnavailable
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
 
 log = logging.getLogger("alarmhub.console")
 T = TypeVar("T")
@@ -49,6 +47,12 @@ Handler = Callable[[Request, "Session"], Awaitable[dict[str, Any]]]
 THROTTLED = "Too many failed sign-ins: wait {seconds} seconds, then try again."
 BUSY_ADDRESS = "Too many sign-ins at once from this address: try again in a moment."
 BUSY_NODE = "The node is busy with other sign-ins: try again in a moment."
+
+
+class Writer(Protocol):
+    """Runs a write in its own transaction, off the event loop (the node's writer)."""
+
+    async def run(self, work: Callable[[Connection], T], /) -> T: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +105,13 @@ class StaticHeaders:
 
 
 class Console:
-    """The console's endpoints over one node's runtime."""
+    """The console's endpoints: reads from ``engine``, writes through ``writer``, the live
+    feed from ``feed``."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.engine = runtime.engine
-        self.feed = runtime.console
+    def __init__(self, engine: Engine, writer: Writer, feed: LiveFeed) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.feed = feed
         self.throttle = SignInThrottle()
         self.checks = security.FairChecks()
         self.unknown = security.UnknownSessions()
@@ -121,7 +126,7 @@ class Console:
         return await asyncio.to_thread(run)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
-        return await self.runtime.writer.run(partial(store_ops.on_queues, work))
+        return await self.writer.run(partial(store_ops.on_queues, work))
 
     async def session(self, request: Request) -> Session | None:
         """The request's live session, or None. A cookie found to be no session is remembered
@@ -443,6 +448,6 @@ def _who(session: Session) -> dict[str, str]:
     return {"operator": session.code}
 
 
-def routes(runtime: Runtime) -> list[BaseRoute]:
-    """The console's routes on ``runtime`` (mounted with the query interface)."""
-    return Console(runtime).routes()
+def routes(engine: Engine, writer: Writer, feed: LiveFeed) -> list[BaseRoute]:
+    """The console's routes (mounted with the query interface)."""
+    return Console(engine, writer, feed).routes()

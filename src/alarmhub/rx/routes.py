@@ -1,10 +1,13 @@
-"""HTTP routes of the signaling interface: translate requests to core calls and back."""
+"""HTTP routes of the signaling interface: translate requests to core calls and back.
+
+The routes receive what they use (:func:`routes`): the grant cache, something that stores a
+signal durably (the writer) and something that records a heartbeat (the supervisor)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.requests import Request
@@ -19,10 +22,9 @@ from alarmhub.core.errors import Refusal
 from alarmhub.core.signal import Signal, validate
 from alarmhub.core.tokens import split_pair
 from alarmhub.listener_limits import read_limited
+from alarmhub.rx.auth import GrantCache
+from alarmhub.store.commit import Stored
 from alarmhub.store.engine import StoreUnavailable
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
 
 log = logging.getLogger("alarmhub.rx")
 INTERFACE = "contact_id"
@@ -125,10 +127,22 @@ def _idempotency_key(key: str | None) -> str | Refusal | None:
     return key
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    grants = runtime.grants
-    writer = runtime.writer
-    body_limit = runtime.settings.max_body_bytes
+class Writer(Protocol):
+    """Stores a signal and answers once the commit holding it is durable."""
+
+    async def submit(self, sig: Signal, /) -> Stored: ...
+
+
+class Heartbeats(Protocol):
+    """Records that a source:destination pair beat."""
+
+    def beat(self, source: str, destination: str, /) -> None: ...
+
+
+def routes(
+    grants: GrantCache, writer: Writer, heartbeats: Heartbeats, body_limit: int
+) -> list[Route]:
+    """``contact_id`` and ``hb``; a signal body over ``body_limit`` bytes is refused."""
 
     async def contact_id(request: Request) -> Response:
         received = now_us()
@@ -183,7 +197,7 @@ def routes(runtime: Runtime) -> list[Route]:
         if pair is None or not grant.may_beat(*pair):
             metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
             return error_response(errors.HEARTBEAT_REFUSED)
-        runtime.heartbeats.beat(*pair)
+        heartbeats.beat(*pair)
         return SUCCESS_RESPONSE
 
     return [

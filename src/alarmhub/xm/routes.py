@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from datetime import tzinfo
+from typing import Any
 
 import orjson
+from sqlalchemy.engine import Engine
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -19,11 +21,8 @@ from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.listener_limits import read_limited
 from alarmhub.xm import errors
-from alarmhub.xm.auth import Refused
+from alarmhub.xm.auth import QueryAuth, Refused
 from alarmhub.xm.methods import XmError, method_table
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
 
 log = logging.getLogger("alarmhub.xm")
 JSON = "application/json"
@@ -79,12 +78,12 @@ async def read_form(request: Request, body: bytes) -> list[tuple[str, str]]:
     return [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    auth = runtime.query_auth
-    engine = runtime.engine
-    zone = runtime.settings.zone
-    limit = runtime.settings.rest_max_body_bytes
-    methods = method_table(runtime.settings.xmhist_max_records)
+def routes(
+    auth: QueryAuth, engine: Engine, zone: tzinfo, limit: int, max_records: int
+) -> list[Route]:
+    """The query route: requests checked by ``auth``, methods read from ``engine``, times in
+    ``zone``, bodies up to ``limit`` bytes, at most ``max_records`` history records an answer."""
+    methods = method_table(max_records)
 
     async def rest(request: Request) -> Response:
         """Limits first, then the headers; the body is read (bounded) only once they pass,
