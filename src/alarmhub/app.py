@@ -166,15 +166,12 @@ def common_routes(runtime: Runtime) -> list[BaseRoute]:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error on any listener (404, 405, ...) in the signaling interface's envelope."""
     assert isinstance(exc, HTTPException)
     status = exc.status_code
-    body = {
-        "status_code": status,
-        "status": "error",
-        "error_code": f"HTTP-{status}",
-        "message": str(exc.detail).lower(),
-    }
-    return JSONResponse(body, status_code=status, headers=exc.headers)
+    return rx_routes.envelope_response(
+        status, f"HTTP-{status}", str(exc.detail).lower(), exc.headers
+    )
 
 
 def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starlette:

@@ -32,11 +32,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import inputs, pages, security, views
 from alarmhub.console.feed import EventStream, LiveFeed
-from alarmhub.console.inputs import BadInput
+from alarmhub.core import errors
+from alarmhub.core.errors import BadInput, StoreUnavailable
 from alarmhub.core.operations import Operator, Refusal, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import operations as store_ops
-from alarmhub.store.engine import StoreUnavailable
 
 log = logging.getLogger("alarmhub.console")
 T = TypeVar("T")
@@ -75,7 +75,8 @@ def envelope(data: Mapping[str, Any] | None = None, status: int = 200) -> Respon
 
 
 def error(code: str, message: str, status: int) -> Response:
-    body = {"status_code": status, "status": "error", "error_code": code, "message": message}
+    """The console's error envelope, with its security headers."""
+    body = errors.envelope(status, code, message)
     return security.secure_headers(
         Response(views.dumps(body), status_code=status, media_type="application/json")
     )

@@ -32,13 +32,13 @@ from sqlalchemy import Connection
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
 from alarmhub.dc09 import frame, receiver
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.dc09.frame import RawFrame
-from alarmhub.dc09.receiver import Decision, Verdict
+from alarmhub.dc09.receiver import Decision, Reply
 from alarmhub.store.commit import Stored
-from alarmhub.store.engine import StoreUnavailable
 
 log = logging.getLogger("alarmhub.dc09")
 T = TypeVar("T")
@@ -46,7 +46,7 @@ FRAME_SECONDS = 10.0
 SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
 IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
-_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Verdict}
+_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Reply}
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
 
@@ -126,12 +126,12 @@ class Receiver:
 
     def judge(self, raw: RawFrame, peer: str) -> Decision:
         decision = receiver.decide(raw, self.accounts.key_of, datetime.now(UTC))
-        if decision.verdict is not Verdict.ACK:
-            _ANSWERS[decision.verdict].inc()
-            level = logging.INFO if decision.verdict is Verdict.IGNORED else logging.WARNING
+        if decision.reply is not Reply.ACK:
+            _ANSWERS[decision.reply].inc()
+            level = logging.INFO if decision.reply is Reply.IGNORED else logging.WARNING
             log.log(
                 level,
-                f"dc09 frame answered {decision.verdict.value}",
+                f"dc09 frame answered {decision.reply.value}",
                 extra={"peer": peer, "reason": decision.reason, "frame": _shown(raw)},
             )
         elif decision.unknown_codes:
@@ -202,7 +202,7 @@ class Receiver:
         account = msg.account or decision.panel
         if account:
             self.accounts.reported(account, msg.receiver_number, msg.line_number)
-        _ANSWERS[Verdict.ACK].inc()
+        _ANSWERS[Reply.ACK].inc()
         return decision.ack(datetime.now(UTC))
 
     async def _sweep(self) -> None:
@@ -278,7 +278,7 @@ class _Connection(asyncio.Protocol):
             self.last_active = self.frame_started = now
         for raw in frames:
             decision = self._receiver.judge(raw, self.peer)
-            if decision.verdict is Verdict.ACK:
+            if decision.reply is Reply.ACK:
                 acked = self._receiver.accept(decision, self.peer)
                 if isinstance(acked, bytes):
                     self._queue_now(acked)
@@ -381,7 +381,7 @@ class _Datagrams(asyncio.DatagramProtocol):
             )
         for raw in frames[:1]:
             decision = self._receiver.judge(raw, peer)
-            if decision.verdict is Verdict.ACK:
+            if decision.reply is Reply.ACK:
                 acked = self._receiver.accept(decision, peer)
                 if isinstance(acked, bytes):
                     self._send_now(acked, addr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -18,13 +19,12 @@ from starlette.types import Receive, Scope, Send
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core import errors
-from alarmhub.core.errors import Refusal
+from alarmhub.core.errors import SignalRefusal, StoreUnavailable
 from alarmhub.core.signal import Signal, validate
 from alarmhub.core.tokens import split_pair
 from alarmhub.listener_limits import read_limited
 from alarmhub.rx.auth import GrantCache
 from alarmhub.store.commit import Stored
-from alarmhub.store.engine import StoreUnavailable
 
 log = logging.getLogger("alarmhub.rx")
 INTERFACE = "contact_id"
@@ -33,15 +33,8 @@ SUCCESS = b'{"status_code":200,"status":"success"}'
 IDEMPOTENCY_INVALID = errors.IDEMPOTENCY_INVALID
 
 
-def _render(refusal: Refusal) -> bytes:
-    return orjson.dumps(
-        {
-            "status_code": refusal.status_code,
-            "status": "error",
-            "error_code": refusal.error_code,
-            "message": refusal.message,
-        }
-    )
+def _render(refusal: SignalRefusal) -> bytes:
+    return orjson.dumps(errors.envelope(refusal.status_code, refusal.error_code, refusal.message))
 
 
 class _Constant(Response):
@@ -60,7 +53,7 @@ _BODIES = {r.error_code: _render(r) for r in errors.ALL}
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def error_response(refusal: Refusal) -> Response:
+def error_response(refusal: SignalRefusal) -> Response:
     """The error envelope of section 2.2; the HTTP status equals its ``status_code``."""
     return Response(
         _BODIES.get(refusal.error_code) or _render(refusal),
@@ -70,11 +63,20 @@ def error_response(refusal: Refusal) -> Response:
     )
 
 
+def envelope_response(
+    status_code: int, error_code: str, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """The same envelope for an error that is no signaling refusal (the HTTP errors of every
+    listener: 404, 405, ...)."""
+    body = orjson.dumps(errors.envelope(status_code, error_code, message))
+    return Response(body, status_code=status_code, media_type=JSON, headers=headers)
+
+
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels(INTERFACE)
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE)
 
 
-def refuse(refusal: Refusal) -> Response:
+def refuse(refusal: SignalRefusal) -> Response:
     metrics.SIGNALS_REFUSED.labels(INTERFACE, refusal.error_code).inc()
     return error_response(refusal)
 
@@ -119,7 +121,7 @@ def _decode(raw: bytes | None) -> Any:
         return None
 
 
-def _idempotency_key(key: str | None) -> str | Refusal | None:
+def _idempotency_key(key: str | None) -> str | SignalRefusal | None:
     if key is None:
         return None
     if not (0 < len(key) <= errors.IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
@@ -154,13 +156,13 @@ def routes(
         if not isinstance(body, dict):
             return refuse(errors.BODY_INVALID)
         fields = validate(body)
-        if isinstance(fields, Refusal):
+        if isinstance(fields, SignalRefusal):
             return refuse(fields)
         pair = split_pair(request.path_params["pair"])
         if pair is None or not grant.may_queue(pair[1]) or pair[1] not in grants.drivers:
             return refuse(errors.BUFFER_REFUSED)
         key = _idempotency_key(idempotency_key)
-        if isinstance(key, Refusal):
+        if isinstance(key, SignalRefusal):
             return refuse(key)
         signal = Signal(pair[0], pair[1], fields, grant.name, received, key)
         try:

@@ -12,13 +12,10 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from alarmhub.core.errors import StoreUnavailable
 from alarmhub.store import sqlite
 
 MIGRATION_LOCK = 0x616C61726D6D6967  # the advisory lock key of schema upgrades
-
-
-class StoreUnavailable(RuntimeError):
-    """The database could not be reached or written."""
 
 
 def unavailable(exc: BaseException) -> bool:

@@ -19,10 +19,11 @@ from starlette.types import Message
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.errors import QueryRefused
 from alarmhub.listener_limits import read_limited
 from alarmhub.xm import errors
 from alarmhub.xm.auth import QueryAuth, Refused
-from alarmhub.xm.methods import XmError, method_table
+from alarmhub.xm.methods import method_table
 
 log = logging.getLogger("alarmhub.xm")
 JSON = "application/json"
@@ -129,7 +130,7 @@ def routes(
 
         try:
             return answer(await asyncio.to_thread(run))
-        except XmError as exc:
+        except QueryRefused as exc:
             return answer(exc.body, exc.status)
 
     return [Route(PATH, rest, methods=["POST"])]
