@@ -86,6 +86,10 @@ def no_session() -> Response:
     return error("CONSOLE-SESSION", "sign in first: no valid console session", 401)
 
 
+def bad_csrf() -> Response:
+    return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+
+
 class StaticHeaders:
     """The console's security headers on its static files, revalidated on every load (an
     upgraded node serves new files at once)."""
@@ -155,7 +159,7 @@ class Console:
                 who = _who(session)
                 if writes and not security.csrf_ok(request, session.token):
                     log.info("console request without a valid csrf token", extra=who)
-                    return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+                    return bad_csrf()
                 data = await handler(request, session)
             except BadInput as exc:
                 return error("CONSOLE-INPUT", exc.message, 422)
@@ -263,7 +267,7 @@ class Console:
             security.clear_session(response, request)
             return response
         if not security.csrf_ok(request, session.token):
-            return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+            return bad_csrf()
 
         def sign_out(conn: Connection) -> int:
             store_ops.end_session(conn, session.token)
