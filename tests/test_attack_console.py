@@ -23,6 +23,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
+from alarmhub.core.tokens import token_hash
 from alarmhub.store import engine as store_engine
 from alarmhub.store import operations as store_ops
 from alarmhub.store import schema as s
@@ -284,7 +285,7 @@ def test_an_unknown_session_cookie_is_not_looked_up_again(node: Node) -> None:
         with node.engine.begin() as conn:
             conn.execute(
                 insert(s.console_session).values(
-                    token_hash=store_ops._token_hash(token),
+                    token_hash=token_hash(token),
                     operator="OP1",
                     created_us=now_us(),
                     expires_us=now_us() + 3600 * 1_000_000,

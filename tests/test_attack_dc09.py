@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from my_dc09_spt.msg.dc05_msg import dc05_msg
 
-from alarmhub.core.router import Path as Route
-from alarmhub.core.router import Router, StoredSignal
+from alarmhub.core.router import RoutePath, Router, StoredSignal
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import operations
 from alarmhub.store.engine import open_engine
@@ -203,7 +202,7 @@ def _unknown(repo: FakeRepository, panel: str, code: str, source: str, destinati
     )
     Router(RunawayMonitor(limit=10, minutes=2)).route(repo, sig, 2)
     [event] = repo.events_of(sig.incident_number)
-    assert event.path is Route.UNKNOWN and event.panel == panel
+    assert event.path is RoutePath.UNKNOWN and event.panel == panel
     assert event.alarm_id is not None
     return event.alarm_id
 

@@ -21,11 +21,12 @@ from sqlalchemy import event
 
 from alarmhub import settings as settings_module
 from alarmhub.core import errors
+from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.rx.auth import GrantCache
 from alarmhub.store import provisioning
 from alarmhub.store.commit import Stored
-from alarmhub.store.engine import StoreUnavailable, open_engine, upgrade
+from alarmhub.store.engine import open_engine, upgrade
 from alarmhub.store.writer import SignalWriter
 from tests.conftest import Station, database_url, db_rows
 
@@ -33,7 +34,7 @@ FIRE = {"dnis": "1234", "panel": "0042", "code": "E110", "area": "1", "zone_or_u
 BURGLARY = {**FIRE, "code": "E130"}
 
 
-def envelope(refusal: errors.Refusal) -> dict[str, Any]:
+def envelope(refusal: errors.SignalRefusal) -> dict[str, Any]:
     return {
         "status_code": refusal.status_code,
         "status": "error",

@@ -28,12 +28,12 @@ from alarmhub.core.alarm_types import (
 )
 from alarmhub.core.router import (
     HistoryEvent,
-    Path,
     Repository,
+    RoutePath,
     Router,
     StoredSignal,
 )
-from alarmhub.core.runaway import RunawayMonitor, Verdict
+from alarmhub.core.runaway import RunawayMonitor, RunawayVerdict
 from alarmhub.core.supervision import PairState
 
 T0 = 1_700_000_000_000_000  # a fixed time, in microseconds
@@ -87,7 +87,7 @@ class FakeRepository:
             a = self.alarms[alarm_id]
             if (
                 alarm_id not in self.closed
-                and a.path is Path.UNKNOWN
+                and a.path is RoutePath.UNKNOWN
                 and (a.source, a.destination) == (source, destination)
             ):
                 return alarm_id
@@ -180,7 +180,7 @@ def test_burglary_of_a_known_account_raises_a_pending_alarm(
     assert alarm.account_number == ACCOUNT
     assert (alarm.type, alarm.priority, alarm.color) == ("BURG", "C", "CF")
     assert alarm.hist_text == "BURGLARY ZONE 015"
-    assert alarm.path is Path.PENDING
+    assert alarm.path is RoutePath.PENDING
     assert (alarm.code, alarm.event_code, alarm.area, alarm.zone) == ("E130", "130", "01", "015")
     assert (alarm.source, alarm.destination, alarm.dnis, alarm.panel) == (
         "site1",
@@ -195,7 +195,7 @@ def test_burglary_of_a_known_account_raises_a_pending_alarm(
     event = repo.history[0]
     assert event.incident_number == sig.incident_number
     assert event.alarm_id == sig.incident_number
-    assert event.path is Path.PENDING
+    assert event.path is RoutePath.PENDING
     assert event.account_number == ACCOUNT
     assert (event.type, event.priority, event.color) == ("BURG", "C", "CF")
     assert event.alarm_category == OPERATOR_HANDLED
@@ -237,7 +237,7 @@ def test_system_handled_event_goes_to_history_only(
 ) -> None:
     event = route(router, repo, repo.signal(code, zone="001"))
     assert repo.alarms == {}
-    assert event.path is Path.HISTORY
+    assert event.path is RoutePath.HISTORY
     assert event.alarm_id is None
     assert event.alarm_category == SYSTEM_HANDLED
     assert event.priority == "z"
@@ -257,7 +257,7 @@ def test_restore_links_to_the_open_alarm_and_marks_it(router: Router, repo: Fake
     router.route(repo, alarm_sig, T0)
     restore_sig = repo.signal("R130", zone="015", at_us=T0 + 7 * SECOND)
     event = route(router, repo, restore_sig)
-    assert event.path is Path.RESTORE
+    assert event.path is RoutePath.RESTORE
     assert event.alarm_id == alarm_sig.incident_number
     assert event.hist_text == "BURGLARY RESTORE ZONE 015"
     assert event.type == "BURG"
@@ -282,7 +282,7 @@ def test_restore_links_to_the_newest_open_alarm_once(router: Router, repo: FakeR
 
 def test_restore_without_open_alarm_is_unlinked(router: Router, repo: FakeRepository) -> None:
     event = route(router, repo, repo.signal("R130"))
-    assert event.path is Path.RESTORE
+    assert event.path is RoutePath.RESTORE
     assert event.alarm_id is None
     assert repo.alarms == {}
     assert repo.restored_us == {}
@@ -303,7 +303,7 @@ def test_restore_of_something_else_does_not_restore(
     alarm_sig = repo.signal("E130", area="01", zone="015")
     router.route(repo, alarm_sig, T0)
     event = route(router, repo, repo.signal(code, area=area, zone=zone, panel=panel))
-    assert event.path is Path.RESTORE
+    assert event.path is RoutePath.RESTORE
     assert event.alarm_id is None
     assert repo.restored_us == {}
 
@@ -313,7 +313,7 @@ def test_closing_is_history_with_the_restore_type(router: Router, repo: FakeRepo
     closing = route(router, repo, repo.signal("R401", zone="002"))
     assert opening.type == "OPEN"
     assert closing.type == "CLOSE"
-    assert closing.path is Path.HISTORY
+    assert closing.path is RoutePath.HISTORY
     assert closing.alarm_id is None
     assert repo.alarms == {}
 
@@ -340,7 +340,7 @@ def test_unknown_account_becomes_an_alarm_carrying_everything(
     assert alarm.hist_text.startswith("UNKNOWN ACCOUNT")
     assert alarm.hist_text == "UNKNOWN ACCOUNT BURGLARY ZONE 044"
     assert alarm.color == UNKNOWN_ACCOUNT.color
-    assert alarm.path is Path.UNKNOWN
+    assert alarm.path is RoutePath.UNKNOWN
     assert alarm.account_number == account
     assert (alarm.dnis, alarm.panel, alarm.code, alarm.area, alarm.zone) == (
         dnis,
@@ -350,7 +350,7 @@ def test_unknown_account_becomes_an_alarm_carrying_everything(
         "044",
     )
     assert (alarm.source, alarm.destination) == ("site1", "rx1")
-    assert event.path is Path.UNKNOWN
+    assert event.path is RoutePath.UNKNOWN
     assert event.alarm_id == sig.incident_number
     assert (event.type, event.hist_text, event.priority) == (
         alarm.type,
@@ -398,12 +398,12 @@ def test_runaway_raises_one_alarm_then_history_only(router: Router, repo: FakeRe
     paths = []
     for n in range(10):
         paths.append(route(router, repo, repo.signal("E130", at_us=T0 + n * SECOND)).path)
-    assert paths == [Path.PENDING] * 10
+    assert paths == [RoutePath.PENDING] * 10
     assert len(repo.alarms) == 10
 
     eleventh = repo.signal("E130", at_us=T0 + 10 * SECOND)
     event = route(router, repo, eleventh)
-    assert event.path is Path.RUNAWAY
+    assert event.path is RoutePath.RUNAWAY
     assert event.alarm_id is None
     assert eleventh.incident_number not in repo.alarms
     runaways = [a for a in repo.alarms.values() if a.type == RUNAWAY.type]
@@ -412,22 +412,22 @@ def test_runaway_raises_one_alarm_then_history_only(router: Router, repo: FakeRe
     assert runaway.type == "RUNAW"
     assert runaway.hist_text == "RUNAWAY 10 SIGS IN 2 MIN"
     assert runaway.account_number == ACCOUNT
-    assert runaway.path is Path.SYSTEM
+    assert runaway.path is RoutePath.SYSTEM
     system = repo.events_of(runaway.alarm_id)
     assert [(e.path, e.alarm_id, e.hist_text) for e in system] == [
-        (Path.SYSTEM, runaway.alarm_id, "RUNAWAY 10 SIGS IN 2 MIN")
+        (RoutePath.SYSTEM, runaway.alarm_id, "RUNAWAY 10 SIGS IN 2 MIN")
     ]
     assert runaway.alarm_id != eleventh.incident_number
 
     alarms_before = len(repo.alarms)
     for n in range(11, 20):
         suppressed = route(router, repo, repo.signal("E110", at_us=T0 + n * SECOND))
-        assert suppressed.path is Path.RUNAWAY
+        assert suppressed.path is RoutePath.RUNAWAY
     assert len(repo.alarms) == alarms_before, "further signals raise nothing"
 
     # two quiet minutes after the last signal: the account is routed normally again
     back = repo.signal("E130", at_us=T0 + 19 * SECOND + 2 * MINUTE)
-    assert route(router, repo, back).path is Path.PENDING
+    assert route(router, repo, back).path is RoutePath.PENDING
     assert back.incident_number in repo.alarms
 
 
@@ -438,11 +438,11 @@ def test_runaway_quiet_time_counts_from_the_last_signal(
         route(router, repo, repo.signal("E130", at_us=T0 + n * SECOND))
     last = T0 + 10 * SECOND
     almost = repo.signal("E130", at_us=last + 2 * MINUTE - 1)
-    assert route(router, repo, almost).path is Path.RUNAWAY
+    assert route(router, repo, almost).path is RoutePath.RUNAWAY
     still = repo.signal("E130", at_us=almost.received_us + 2 * MINUTE - 1)
-    assert route(router, repo, still).path is Path.RUNAWAY
+    assert route(router, repo, still).path is RoutePath.RUNAWAY
     back = repo.signal("E130", at_us=still.received_us + 2 * MINUTE)
-    assert route(router, repo, back).path is Path.PENDING
+    assert route(router, repo, back).path is RoutePath.PENDING
     assert sum(1 for a in repo.alarms.values() if a.type == RUNAWAY.type) == 1
 
 
@@ -451,7 +451,7 @@ def test_signals_spread_over_more_than_the_window_never_run_away(
 ) -> None:
     step = 12 * SECOND  # eleven signals span exactly two minutes: the first has left the window
     paths = {route(router, repo, repo.signal("E130", at_us=T0 + n * step)).path for n in range(40)}
-    assert paths == {Path.PENDING}
+    assert paths == {RoutePath.PENDING}
     assert not [a for a in repo.alarms.values() if a.type == RUNAWAY.type]
 
 
@@ -459,13 +459,13 @@ def test_runaway_windows_are_per_account(router: Router, repo: FakeRepository) -
     for n in range(10):
         for panel in ("12", "13"):
             sig = repo.signal("E130", panel=panel, at_us=T0 + n * SECOND)
-            assert route(router, repo, sig).path is Path.PENDING
+            assert route(router, repo, sig).path is RoutePath.PENDING
     assert not [a for a in repo.alarms.values() if a.type == RUNAWAY.type]
     route(router, repo, repo.signal("E130", panel="12", at_us=T0 + 11 * SECOND))
     other = route(router, repo, repo.signal("E130", panel="13", at_us=T0 + 11 * SECOND))
     runaways = [a for a in repo.alarms.values() if a.type == RUNAWAY.type]
     assert [a.account_number for a in runaways] == [ACCOUNT, "700013"]
-    assert other.path is Path.RUNAWAY
+    assert other.path is RoutePath.RUNAWAY
 
 
 def test_runaway_of_an_unknown_panel_is_counted_per_dnis_and_panel(
@@ -473,11 +473,13 @@ def test_runaway_of_an_unknown_panel_is_counted_per_dnis_and_panel(
 ) -> None:
     for n in range(10):
         assert route(router, repo, repo.signal("E130", dnis="D9", at_us=T0 + n)).path is (
-            Path.UNKNOWN
+            RoutePath.UNKNOWN
         )
-    assert route(router, repo, repo.signal("E130", dnis="D8", at_us=T0 + 10)).path is Path.UNKNOWN
+    assert (
+        route(router, repo, repo.signal("E130", dnis="D8", at_us=T0 + 10)).path is RoutePath.UNKNOWN
+    )
     eleventh = repo.signal("E130", dnis="D9", at_us=T0 + 11)
-    assert route(router, repo, eleventh).path is Path.RUNAWAY
+    assert route(router, repo, eleventh).path is RoutePath.RUNAWAY
     runaways = [a for a in repo.alarms.values() if a.type == RUNAWAY.type]
     assert len(runaways) == 1
     assert (runaways[0].dnis, runaways[0].panel, runaways[0].account_number) == ("D9", PANEL, "")
@@ -492,11 +494,11 @@ def test_test_report_ends_a_fail_to_test_alarm(router: Router, repo: FakeReposit
     sig = repo.signal("E602", zone="000", at_us=T0 + MINUTE)
     router.route(repo, sig, T0 + MINUTE + 5)
     report = repo.events_of(sig.incident_number)
-    assert [(e.path, e.type, e.alarm_id) for e in report] == [(Path.HISTORY, "TEST", None)]
+    assert [(e.path, e.type, e.alarm_id) for e in report] == [(RoutePath.HISTORY, "TEST", None)]
     restorals = [e for e in repo.history if e.alarm_id == ftt and e.incident_number != ftt]
     assert len(restorals) == 1
     restoral = restorals[0]
-    assert restoral.path is Path.SYSTEM
+    assert restoral.path is RoutePath.SYSTEM
     assert restoral.type == "FTT"
     assert restoral.hist_text == "FAIL TO TEST RESTORE"
     assert restoral.account_number == ACCOUNT
@@ -508,7 +510,7 @@ def test_test_report_ends_a_fail_to_test_alarm(router: Router, repo: FakeReposit
 def test_test_report_without_a_fail_to_test_alarm(router: Router, repo: FakeRepository) -> None:
     sig = repo.signal("E602", zone="000")
     router.route(repo, sig, T0)
-    assert [e.path for e in repo.history] == [Path.HISTORY]
+    assert [e.path for e in repo.history] == [RoutePath.HISTORY]
     assert repo.last_test_us == {ACCOUNT: T0}
 
 
@@ -521,12 +523,12 @@ def test_raise_alarm_source_failure(repo: FakeRepository) -> None:
         "SRCFL",
         SOURCE_FAILURE.priority,
         SOURCE_FAILURE.color,
-        Path.SYSTEM,
+        RoutePath.SYSTEM,
     )
     assert alarm.hist_text == "SOURCE FAILURE site1:rx1"  # the pair keeps its case
     assert repo.pending_us[number] == T0
     assert [(e.incident_number, e.alarm_id, e.path, e.type) for e in repo.history] == [
-        (number, number, Path.SYSTEM, "SRCFL")
+        (number, number, RoutePath.SYSTEM, "SRCFL")
     ]
     second = Router.raise_alarm(repo, SOURCE_FAILURE, "", "SOURCE FAILURE site2:rx1", T0)
     assert second > number
@@ -534,7 +536,7 @@ def test_raise_alarm_source_failure(repo: FakeRepository) -> None:
     Router.restore_alarm(repo, SOURCE_FAILURE, number, "", "SOURCE FAILURE site1:rx1", T0 + 9)
     restoral = repo.history[-1]
     assert restoral.incident_number > second
-    assert (restoral.alarm_id, restoral.path) == (number, Path.SYSTEM)
+    assert (restoral.alarm_id, restoral.path) == (number, RoutePath.SYSTEM)
     assert restoral.hist_text == "SOURCE FAILURE site1:rx1 RESTORE"
     assert repo.restored_us == {number: T0 + 9}
 
@@ -556,7 +558,7 @@ def test_overridden_alarm_type_is_used(router: Router, repo: FakeRepository) -> 
         DEFAULTS["130"], type="INTR", priority="B", category=SYSTEM_HANDLED
     )
     event = route(router, repo, repo.signal("E130"))
-    assert (event.type, event.priority, event.path) == ("INTR", "B", Path.HISTORY)
+    assert (event.type, event.priority, event.path) == ("INTR", "B", RoutePath.HISTORY)
     assert repo.alarms == {}
 
 
@@ -567,29 +569,29 @@ def test_runaway_monitor_window_edges() -> None:
     monitor = RunawayMonitor(limit=3, minutes=1)
     assert monitor.text == "3 SIGS IN 1 MIN"
     for n in range(3):
-        assert monitor.observe("a", T0 + n * 20 * SECOND) is Verdict.NORMAL
+        assert monitor.observe("a", T0 + n * 20 * SECOND) is RunawayVerdict.NORMAL
     # exactly one minute after the first: the first has left the window
-    assert monitor.observe("a", T0 + MINUTE) is Verdict.NORMAL
+    assert monitor.observe("a", T0 + MINUTE) is RunawayVerdict.NORMAL
 
     edge = RunawayMonitor(limit=3, minutes=1)
     for n in range(3):
-        assert edge.observe("b", T0 + n * 20 * SECOND) is Verdict.NORMAL
-    assert edge.observe("b", T0 + MINUTE - 1) is Verdict.TRIGGERED
-    assert edge.observe("b", T0 + MINUTE) is Verdict.SUPPRESSED
-    assert edge.observe("b", T0 + 2 * MINUTE - 1) is Verdict.SUPPRESSED
-    assert edge.observe("b", T0 + 3 * MINUTE - 1) is Verdict.NORMAL
+        assert edge.observe("b", T0 + n * 20 * SECOND) is RunawayVerdict.NORMAL
+    assert edge.observe("b", T0 + MINUTE - 1) is RunawayVerdict.TRIGGERED
+    assert edge.observe("b", T0 + MINUTE) is RunawayVerdict.SUPPRESSED
+    assert edge.observe("b", T0 + 2 * MINUTE - 1) is RunawayVerdict.SUPPRESSED
+    assert edge.observe("b", T0 + 3 * MINUTE - 1) is RunawayVerdict.NORMAL
     # the window starts empty after a runaway ends
-    assert edge.observe("b", T0 + 3 * MINUTE) is Verdict.NORMAL
-    assert edge.observe("b", T0 + 3 * MINUTE + 1) is Verdict.NORMAL
-    assert edge.observe("b", T0 + 3 * MINUTE + 2) is Verdict.TRIGGERED
+    assert edge.observe("b", T0 + 3 * MINUTE) is RunawayVerdict.NORMAL
+    assert edge.observe("b", T0 + 3 * MINUTE + 1) is RunawayVerdict.NORMAL
+    assert edge.observe("b", T0 + 3 * MINUTE + 2) is RunawayVerdict.TRIGGERED
 
 
 def test_runaway_monitor_triggers_once_per_episode() -> None:
     monitor = RunawayMonitor(limit=2, minutes=1)
     verdicts = [monitor.observe("a", T0 + n) for n in range(10)]
-    assert verdicts.count(Verdict.TRIGGERED) == 1
-    assert verdicts[:3] == [Verdict.NORMAL, Verdict.NORMAL, Verdict.TRIGGERED]
-    assert set(verdicts[3:]) == {Verdict.SUPPRESSED}
+    assert verdicts.count(RunawayVerdict.TRIGGERED) == 1
+    assert verdicts[:3] == [RunawayVerdict.NORMAL, RunawayVerdict.NORMAL, RunawayVerdict.TRIGGERED]
+    assert set(verdicts[3:]) == {RunawayVerdict.SUPPRESSED}
 
 
 def test_runaway_monitor_forget_quiet() -> None:
@@ -599,12 +601,12 @@ def test_runaway_monitor_forget_quiet() -> None:
     monitor.observe("quiet", T0)
     monitor.forget_quiet(T0 + 2 + MINUTE - 1)
     # nobody has been quiet for a whole minute yet: the runaway state is kept
-    assert monitor.observe("loud", T0 + 2 + MINUTE - 1) is Verdict.SUPPRESSED
+    assert monitor.observe("loud", T0 + 2 + MINUTE - 1) is RunawayVerdict.SUPPRESSED
     monitor.forget_quiet(T0 + 2 + 2 * MINUTE - 2)
     assert set(monitor._accounts) == {"loud"}  # bounded memory: "quiet" is dropped
     monitor.forget_quiet(T0 + 2 + 3 * MINUTE)
     assert monitor._accounts == {}
-    assert monitor.observe("loud", T0 + 2 + 3 * MINUTE) is Verdict.NORMAL
+    assert monitor.observe("loud", T0 + 2 + 3 * MINUTE) is RunawayVerdict.NORMAL
 
 
 @pytest.mark.parametrize(("limit", "minutes"), [(0, 2), (10, 0), (-1, 1)])
@@ -706,7 +708,7 @@ def test_status_report_qualifier_p_is_history_only(router: Router, repo: FakeRep
     alarm_sig = repo.signal("E130")
     router.route(repo, alarm_sig, T0)
     event = route(router, repo, repo.signal("P130", at_us=T0 + SECOND))
-    assert event.path is Path.HISTORY
+    assert event.path is RoutePath.HISTORY
     assert event.alarm_id is None
     assert alarm_sig.incident_number not in repo.restored_us  # a status report restores nothing
 
@@ -719,12 +721,12 @@ def test_test_report_counts_even_while_the_account_is_in_runaway(
         router.route(repo, repo.signal("E401", at_us=T0 + n * SECOND), T0 + n * SECOND)
     report = repo.signal("E602", at_us=T0 + 20 * SECOND)
     router.route(repo, report, T0 + 20 * SECOND)
-    assert repo.events_of(report.incident_number)[0].path is Path.RUNAWAY
+    assert repo.events_of(report.incident_number)[0].path is RoutePath.RUNAWAY
     assert repo.last_test_us[ACCOUNT] == T0 + 20 * SECOND
     assert repo.restored_us.get(4242) == T0 + 20 * SECOND  # its FAIL TO TEST is restored
 
 
 def test_unknown_account_history_is_operator_handled(router: Router, repo: FakeRepository) -> None:
     event = route(router, repo, repo.signal("E401", dnis="NOPE"))
-    assert event.path is Path.UNKNOWN
+    assert event.path is RoutePath.UNKNOWN
     assert event.alarm_category == "O"  # it raised a pending alarm, whatever the code's category

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from alarmhub.core import errors
-from alarmhub.core.errors import Refusal
+from alarmhub.core.errors import SignalRefusal
 from alarmhub.core.signal import SignalFields, valid_dnis, validate
 
 GOOD: dict[str, Any] = {
@@ -26,7 +26,7 @@ def body(**changes: Any) -> dict[str, Any]:
     return {k: v for k, v in result.items() if v is not ABSENT}
 
 
-REFUSALS: list[tuple[str, dict[str, Any], Refusal]] = [
+REFUSALS: list[tuple[str, dict[str, Any], SignalRefusal]] = [
     # dnis
     ("dnis absent", body(dnis=ABSENT), errors.DNIS_REQUIRED),
     ("dnis empty", body(dnis=""), errors.DNIS_REQUIRED),
@@ -90,7 +90,7 @@ REFUSALS: list[tuple[str, dict[str, Any], Refusal]] = [
 @pytest.mark.parametrize(
     ("given", "refusal"), [(b, r) for _, b, r in REFUSALS], ids=[n for n, _, _ in REFUSALS]
 )
-def test_refusals_in_contract_order(given: dict[str, Any], refusal: Refusal) -> None:
+def test_refusals_in_contract_order(given: dict[str, Any], refusal: SignalRefusal) -> None:
     assert validate(given) == refusal
 
 

@@ -19,7 +19,7 @@ from my_dc09_spt.msg.dc09_msg import dc09_msg
 
 from alarmhub.contactid import EVENTS
 from alarmhub.dc09 import answer, crypto, events, frame, message, receiver
-from alarmhub.dc09.receiver import Verdict
+from alarmhub.dc09.receiver import Reply
 from alarmhub.store.dc09 import UNUSABLE_KEY
 
 VECTORS = Path(__file__).resolve().parent / "data" / "dc09_test_vectors.tsv"
@@ -85,26 +85,26 @@ def test_crc_and_length_check_agrees_with_the_vector_file(vector: Vector) -> Non
         assert raw.valid() is vector.valid
 
 
-# Each valid vector and what it becomes: (verdict, Contact ID codes, panel)
+# Each valid vector and what it becomes: (reply, Contact ID codes, panel)
 EXPECTED = {
-    "CreepPork": (Verdict.ACK, ["E602"], "1002"),
+    "CreepPork": (Reply.ACK, ["E602"], "1002"),
     "fioletoven/dc09 common/src/dc09/message.tests.rs to_string_test": (
-        Verdict.ACK,
+        Reply.ACK,
         ["E305"],
         "1234",
     ),
-    "fioletoven/dc09 message.tests.rs parse_message_test": (Verdict.ACK, [], ""),
-    "fioletoven/dc09 message.tests.rs parse_nak_test": (Verdict.DUH, [], ""),  # a receiver's NAK
-    "home-assistant/core#131728": (Verdict.ACK, ["R401"], "AAA"),
-    "home-assistant/core#88474": (Verdict.ACK, ["E602"], "AAA"),
-    "locally generated with PyPI my-dc09-spt 0.2.2 dc09_msg": (Verdict.ACK, ["E130"], "1234"),
-    "locally generated with PyPI my-dc09-spt 0.2.2 dc09poll": (Verdict.ACK, [], ""),
-    "pysiaalarm case_encrypted_adm": (Verdict.DUH, [], ""),  # its key is not published
-    "pysiaalarm case_null": (Verdict.NAK, [], ""),  # decrypts; its 2020 timestamp is stale
+    "fioletoven/dc09 message.tests.rs parse_message_test": (Reply.ACK, [], ""),
+    "fioletoven/dc09 message.tests.rs parse_nak_test": (Reply.DUH, [], ""),  # a receiver's NAK
+    "home-assistant/core#131728": (Reply.ACK, ["R401"], "AAA"),
+    "home-assistant/core#88474": (Reply.ACK, ["E602"], "AAA"),
+    "locally generated with PyPI my-dc09-spt 0.2.2 dc09_msg": (Reply.ACK, ["E130"], "1234"),
+    "locally generated with PyPI my-dc09-spt 0.2.2 dc09poll": (Reply.ACK, [], ""),
+    "pysiaalarm case_encrypted_adm": (Reply.DUH, [], ""),  # its key is not published
+    "pysiaalarm case_null": (Reply.NAK, [], ""),  # decrypts; its 2020 timestamp is stale
 }
 
 
-def expected(vector: Vector) -> tuple[Verdict, list[str], str]:
+def expected(vector: Vector) -> tuple[Reply, list[str], str]:
     matches = [v for k, v in EXPECTED.items() if vector.source.startswith(k)]
     assert len(matches) == 1, vector.source
     return matches[0]
@@ -112,21 +112,21 @@ def expected(vector: Vector) -> tuple[Verdict, list[str], str]:
 
 @pytest.mark.parametrize("vector", [v for v in ALL_VECTORS if v.valid], ids=lambda v: v.source)
 def test_valid_vectors_are_understood(vector: Vector) -> None:
-    verdict, codes, panel = expected(vector)
+    reply, codes, panel = expected(vector)
     keys = {"AAAB": PYSIAALARM_TEST_KEY}
     decision = decide(vector.wire(), keys)
-    assert decision.verdict is verdict, decision.reason
+    assert decision.reply is reply, decision.reason
     assert [e.code for e in decision.events] == codes
     if codes:
         assert decision.panel == panel
-    if verdict is not Verdict.ACK:
+    if reply is not Reply.ACK:
         assert decision.answer is not None
 
 
 @pytest.mark.parametrize("vector", [v for v in ALL_VECTORS if not v.valid and v is not ELDES])
 def test_invalid_vectors_get_no_answer(vector: Vector) -> None:
     decision = decide(vector.wire())
-    assert decision.verdict is Verdict.IGNORED and decision.answer is None
+    assert decision.reply is Reply.IGNORED and decision.answer is None
 
 
 def test_encrypted_null_vector_decrypts_and_is_acked_at_its_own_time() -> None:
@@ -137,14 +137,14 @@ def test_encrypted_null_vector_decrypts_and_is_acked_at_its_own_time() -> None:
     assert content == message.Content("", (), datetime(2020, 7, 5, 18, 24, 52, tzinfo=UTC))
     then = datetime(2020, 7, 5, 18, 25, 10, tzinfo=UTC)
     decision = decide(vector.wire(), {"AAAB": PYSIAALARM_TEST_KEY}, then)
-    assert decision.verdict is Verdict.ACK and decision.reason == "link test"
+    assert decision.reply is Reply.ACK and decision.reason == "link test"
     ack = decision.ack(then)
     assert ack.startswith(b"\n") and b'"*ACK"0000R0L0#AAAB[' in ack
 
 
 def test_eldes_frame_counting_its_cr_is_accepted() -> None:
     decision = decide(ELDES.wire())
-    assert decision.verdict is Verdict.ACK
+    assert decision.reply is Reply.ACK
     assert [(e.code, e.area, e.zone) for e in decision.events] == [("E900", "00", "001")]
 
 
@@ -250,7 +250,7 @@ def test_split_never_fails_and_never_grows(data: bytes, cuts: list[int]) -> None
 def test_decide_never_raises_on_frames_with_a_right_crc(kind: str, rest: str) -> None:
     body = f'"{kind}"0001L0#1234[{rest}'.encode()
     decision = decide(answer.frame(body), {"1234": KEY} if "*" in kind else {})
-    assert decision.verdict in (Verdict.ACK, Verdict.DUH, Verdict.NAK)
+    assert decision.reply in (Reply.ACK, Reply.DUH, Reply.NAK)
 
 
 # --- AES --------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def test_my_dc09_spt_encrypted_adm_cid_is_acked_encrypted() -> None:
     payload = dc05_msg.dc05event("1234", {"code": "110", "zone": "3", "area": "1", "q": "1"})
     now = datetime.now(UTC)
     decision = decide(spt_frame(5, "ADM-CID", payload), {"1234": KEY}, now)
-    assert decision.verdict is Verdict.ACK
+    assert decision.reply is Reply.ACK
     assert [(e.code, e.area, e.zone) for e in decision.events] == [("E110", "01", "003")]
     ack = decision.ack(now).decode()
     kind, offset = dc09_msg("1234", key=KEY, line=0).dc09answer(5, ack)
@@ -291,15 +291,15 @@ def test_my_dc09_spt_encrypted_adm_cid_is_acked_encrypted() -> None:
 
 
 @pytest.mark.parametrize(
-    ("offset", "verdict"),
-    [(-39, Verdict.ACK), (-41, Verdict.NAK), (19, Verdict.ACK), (21, Verdict.NAK)],
+    ("offset", "reply"),
+    [(-39, Reply.ACK), (-41, Reply.NAK), (19, Reply.ACK), (21, Reply.NAK)],
 )
-def test_encrypted_timestamp_window(offset: int, verdict: Verdict) -> None:
+def test_encrypted_timestamp_window(offset: int, reply: Reply) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     wire = spt_frame(6, "NULL", "]", offset=offset)
     decision = decide(wire, {"1234": KEY}, now)
-    assert decision.verdict is verdict
-    if verdict is Verdict.NAK:
+    assert decision.reply is reply
+    if reply is Reply.NAK:
         assert decision.answer == answer.nak(now)
         kind, told = dc09_msg("1234", line=0).dc09answer(6, decision.answer.decode())
         assert kind == "NAK" and told is not None
@@ -309,29 +309,29 @@ def test_wrong_key_unknown_key_and_unencrypted_from_a_keyed_account_get_duh() ->
     payload = dc05_msg.dc05event("1234", {"code": "130"})
     now = datetime.now(UTC)
     encrypted = spt_frame(7, "ADM-CID", payload)
-    assert decide(encrypted, {"1234": bytes(16)}, now).verdict is Verdict.DUH
-    assert decide(encrypted, {}, now).verdict is Verdict.DUH
+    assert decide(encrypted, {"1234": bytes(16)}, now).reply is Reply.DUH
+    assert decide(encrypted, {}, now).reply is Reply.DUH
     plain = spt_frame(8, "ADM-CID", payload, key=None)
     duh = decide(plain, {"1234": KEY}, now)
-    assert duh.verdict is Verdict.DUH and duh.answer == answer.frame(b'"DUH"0008L0#1234[]')
+    assert duh.reply is Reply.DUH and duh.answer == answer.frame(b'"DUH"0008L0#1234[]')
 
 
 def test_a_keyed_account_named_only_in_the_data_block_is_refused_unencrypted() -> None:
     body = b'"ADM-CID"0001L0[#1234|1130 01 015]'  # no header account
-    assert decide(answer.frame(body), {"1234": KEY}).verdict is Verdict.DUH
-    assert decide(answer.frame(body)).verdict is Verdict.ACK
+    assert decide(answer.frame(body), {"1234": KEY}).reply is Reply.DUH
+    assert decide(answer.frame(body)).reply is Reply.ACK
 
 
 def test_an_unusable_key_refuses_the_account_encrypted_or_not() -> None:
     payload = dc05_msg.dc05event("1234", {"code": "130"})
     keys = {"1234": UNUSABLE_KEY}  # the station's secret key could not decrypt it
-    assert decide(spt_frame(1, "ADM-CID", payload), keys).verdict is Verdict.DUH
-    assert decide(spt_frame(2, "ADM-CID", payload, key=None), keys).verdict is Verdict.DUH
+    assert decide(spt_frame(1, "ADM-CID", payload), keys).reply is Reply.DUH
+    assert decide(spt_frame(2, "ADM-CID", payload, key=None), keys).reply is Reply.DUH
 
 
 def test_unknown_message_type_gets_duh() -> None:
     decision = decide(answer.frame(b'"SIA-XYZ"0001L0#1234[]'))
-    assert decision.verdict is Verdict.DUH
+    assert decision.reply is Reply.DUH
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -394,7 +394,7 @@ def test_my_dc09_spt_sia_dcs_with_text_and_names() -> None:
 
 def test_accounts_longer_than_a_panel_are_refused() -> None:
     body = b'"ADM-CID"0001L0#12345678901[#12345678901|1130 01 015]'
-    assert decide(answer.frame(body)).verdict is Verdict.DUH
+    assert decide(answer.frame(body)).reply is Reply.DUH
 
 
 # --- signals --------------------------------------------------------------------------------

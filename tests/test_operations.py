@@ -18,8 +18,9 @@ from sqlalchemy.engine import Engine
 from alarmhub.core import operations as ops
 from alarmhub.core.account import Account
 from alarmhub.core.operations import Action, AlarmState, Refusal
-from alarmhub.core.router import Path as RoutePath
+from alarmhub.core.router import RoutePath
 from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.core.tokens import token_hash
 from alarmhub.store import operations, provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import SignalInsert, commit_signals
@@ -407,7 +408,7 @@ def test_a_new_password_ends_sessions_and_sign_in_purges_expired_ones(engine: En
         assert operations.session_operator(conn, token, T0 + SECOND) is None
         assert not operations.load_operator(conn, "002").disabled
         hashes = conn.execute(select(s.console_session.c.token_hash)).scalars().all()
-    assert operations._token_hash(old) not in hashes, "the expired session is purged"
+    assert token_hash(old) not in hashes, "the expired session is purged"
     operations.set_password(engine, "001", PASSWORD, later)
 
 

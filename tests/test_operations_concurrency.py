@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from alarmhub.clock import now_us
 from alarmhub.core.operations import Action, AlarmState, Refusal
-from alarmhub.core.router import Path as RoutePath
+from alarmhub.core.router import RoutePath
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import operations
 from alarmhub.store import schema as s

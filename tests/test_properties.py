@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from alarmhub.contactid import EVENTS
 from alarmhub.core import errors
-from alarmhub.core.errors import Refusal
+from alarmhub.core.errors import SignalRefusal
 from alarmhub.core.signal import SignalFields, validate
 from tests.conftest import Station, db_rows
 
@@ -145,7 +145,7 @@ def client(station: Station) -> Iterator[httpx.Client]:
         yield shared
 
 
-def post(client: httpx.Client, content: bytes, content_type: str | None) -> Refusal | None:
+def post(client: httpx.Client, content: bytes, content_type: str | None) -> SignalRefusal | None:
     """Send a body; check the envelope; None for a 200, else the refusal it carries."""
     headers = {} if content_type is None else {"Content-Type": content_type}
     answer = client.post(PATH, content=content, headers=headers)
@@ -168,12 +168,12 @@ def post(client: httpx.Client, content: bytes, content_type: str | None) -> Refu
     return refusal
 
 
-def expected(value: object) -> Refusal | None:
+def expected(value: object) -> SignalRefusal | None:
     """What the contract says a decoded body gets: None (stored) or the refusal."""
     if not isinstance(value, dict):
         return errors.BODY_INVALID
     verdict = validate(value)
-    return verdict if isinstance(verdict, Refusal) else None
+    return verdict if isinstance(verdict, SignalRefusal) else None
 
 
 def encode(value: object, ascii_only: bool) -> bytes:

@@ -21,7 +21,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alarmhub.core import errors
-from alarmhub.core.errors import IDEMPOTENCY_INVALID, IDEMPOTENCY_KEY_MAX, Refusal
+from alarmhub.core.errors import IDEMPOTENCY_INVALID, IDEMPOTENCY_KEY_MAX, SignalRefusal
 from tests.conftest import Record, Server, Station, cli, cli_json, db_rows, free_port, provision
 
 SUCCESS = {"status_code": 200, "status": "success"}
@@ -33,7 +33,7 @@ BODY_LIMIT = 16384  # settings.max_body_bytes default
 # helpers -------------------------------------------------------------------------------------
 
 
-def envelope(refusal: Refusal) -> dict[str, Any]:
+def envelope(refusal: SignalRefusal) -> dict[str, Any]:
     return {
         "status_code": refusal.status_code,
         "status": "error",
@@ -42,7 +42,7 @@ def envelope(refusal: Refusal) -> dict[str, Any]:
     }
 
 
-def assert_refused(answer: httpx.Response, refusal: Refusal) -> None:
+def assert_refused(answer: httpx.Response, refusal: SignalRefusal) -> None:
     assert answer.status_code == refusal.status_code, answer.text
     assert answer.headers["content-type"].startswith("application/json")
     assert answer.json() == envelope(refusal)
@@ -128,7 +128,7 @@ def test_success_envelope_is_exact(station: Station) -> None:
     assert row["token_name"] == "main"
 
 
-FIELD_ERRORS: list[tuple[str, dict[str, Any], Refusal]] = [
+FIELD_ERRORS: list[tuple[str, dict[str, Any], SignalRefusal]] = [
     ("dnis absent", {"panel": "0042", "code": "E130"}, errors.DNIS_REQUIRED),
     ("dnis empty", {"dnis": "", "panel": "0042", "code": "E130"}, errors.DNIS_REQUIRED),
     ("dnis null", {"dnis": None, "panel": "0042", "code": "E130"}, errors.DNIS_REQUIRED),
@@ -155,7 +155,7 @@ FIELD_ERRORS: list[tuple[str, dict[str, Any], Refusal]] = [
 @pytest.mark.parametrize(
     ("body", "refusal"), [(b, r) for _, b, r in FIELD_ERRORS], ids=[n for n, _, _ in FIELD_ERRORS]
 )
-def test_field_errors(station: Station, body: dict[str, Any], refusal: Refusal) -> None:
+def test_field_errors(station: Station, body: dict[str, Any], refusal: SignalRefusal) -> None:
     before = signal_count(station)
     assert_refused(station.post(body), refusal)
     assert signal_count(station) == before

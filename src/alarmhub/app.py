@@ -1,10 +1,13 @@
-"""Assembles a node: the runtime (store, writer, caches, supervisors) and its ASGI apps."""
+"""The composition root: assembles a node, its runtime (store, writer, caches, supervisors, the
+DC-09 receiver) and its ASGI apps. The only module that wires dependencies: each adapter gets
+the few things it uses from here, never the runtime itself."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -16,6 +19,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from alarmhub import console, openapi, secret_key
+from alarmhub.dc09 import server as dc09_server
+from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -33,16 +38,24 @@ CHECKPOINT_SECONDS = 1.0
 
 
 class Runtime:
-    """Everything a node runs besides its HTTP listeners, started and stopped as one."""
+    """Everything a node runs besides its HTTP listeners, started and stopped as one::
 
-    def __init__(self, settings: Settings) -> None:
+        async with Runtime(settings, dc09_sockets) as runtime:
+            ...  # serve
+
+    The DC-09 receiver (when given sockets) starts last and stops first."""
+
+    def __init__(
+        self, settings: Settings, dc09_sockets: Sequence[dc09_server.Sockets] = ()
+    ) -> None:
         self.settings = settings
         self.engine = store_engine.open_engine(settings.database)
+        station_key = secret_key.load(settings.data_dir)
         self.writer = SignalWriter(self.engine, settings)
         self.grants = GrantCache(self.engine)
         self.query_auth = QueryAuth(
             self.engine,
-            secret_key.load(settings.data_dir),
+            station_key,
             NonceBook(self.writer, shared=self.engine.dialect.name != "sqlite"),
         )
         self.leadership = Leadership(self.engine)
@@ -52,10 +65,28 @@ class Runtime:
             settings.heartbeat_timeout,
             settings.heartbeat_flush_seconds,
         )
-        self.console = console.LiveFeed(self.engine)
+        self.live_feed = console.LiveFeed(self.engine)
+        self.dc09: dc09_server.Receiver | None = None
+        if dc09_sockets:
+            accounts = AccountBook(
+                self.engine,
+                self.writer,
+                self.leadership,
+                station_key,
+                settings.dc09_supervision_seconds,
+                settings.heartbeat_flush_seconds,
+            )
+            self.dc09 = dc09_server.Receiver(
+                accounts,
+                self.writer,
+                dc09_sockets,
+                max_connections=settings.dc09_max_connections,
+                max_per_address=settings.dc09_max_connections_per_address,
+                idle_seconds=settings.dc09_idle_seconds,
+            )
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
+    async def __aenter__(self) -> Runtime:
         await asyncio.to_thread(store_engine.upgrade, self.engine)
         await self.writer.start()
         await self.grants.start()
@@ -63,10 +94,13 @@ class Runtime:
         await self.leadership.start()
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
-        await self.console.start()
+        await self.live_feed.start()
         if self.engine.dialect.name == "sqlite":
             self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
+        if self.dc09 is not None:
+            await self.dc09.start()
+        return self
 
     async def _checkpoints(self) -> None:
         while True:
@@ -76,10 +110,17 @@ class Runtime:
             except Exception as exc:
                 log.warning("checkpoint failed", extra={"error": repr(exc)})
 
-    async def stop(self) -> None:
-        """End the consoles' event streams, stop supervision, flush heartbeats, commit every
-        signal still queued."""
-        await self.console.stop()
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop the DC-09 listeners (frames in flight are answered), end the consoles' event
+        streams, stop supervision, flush heartbeats, commit every signal still queued."""
+        if self.dc09 is not None:
+            await self.dc09.stop()
+        await self.live_feed.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
@@ -125,26 +166,32 @@ def common_routes(runtime: Runtime) -> list[BaseRoute]:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error on any listener (404, 405, ...) in the signaling interface's envelope."""
     assert isinstance(exc, HTTPException)
     status = exc.status_code
-    body = {
-        "status_code": status,
-        "status": "error",
-        "error_code": f"HTTP-{status}",
-        "message": str(exc.detail).lower(),
-    }
-    return JSONResponse(body, status_code=status, headers=exc.headers)
+    return rx_routes.envelope_response(
+        status, f"HTTP-{status}", str(exc.detail).lower(), exc.headers
+    )
 
 
 def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starlette:
     """One ASGI app serving the given interfaces, with health and metrics on each. The
     signaling routes come first: they take nearly every request, and the router tries its
     routes in order (each miss costs a regular-expression match)."""
+    settings = runtime.settings
     routes: list[BaseRoute] = []
     if "rx" in parts:
-        routes += rx_routes.routes(runtime)
+        routes += rx_routes.routes(
+            runtime.grants, runtime.writer, runtime.heartbeats, settings.max_body_bytes
+        )
     routes += common_routes(runtime)
     if "rest" in parts:
-        routes += xm_routes.routes(runtime)
-        routes += console.routes(runtime)
+        routes += xm_routes.routes(
+            runtime.query_auth,
+            runtime.engine,
+            settings.zone,
+            settings.rest_max_body_bytes,
+            settings.xmhist_max_records,
+        )
+        routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

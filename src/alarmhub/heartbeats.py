@@ -24,7 +24,6 @@ from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.heartbeat")
 Change = Literal["failed", "restored"]
-Listener = Callable[[PairState, Change], None]
 
 
 class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
@@ -42,10 +41,6 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
         self._init_batches(writer, leadership, flush_seconds)
         self._timeout_s = timeout_s
         self.pairs: dict[tuple[str, str], PairState] = {}
-        self._listeners: list[Listener] = []
-
-    def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
 
     def load(self, conn: Connection) -> None:
         """Supervise every pair that ever beat. A pair gets a full timeout from start-up."""
@@ -120,8 +115,6 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
             extra={"source": state.source, "destination": state.destination},
         )
         self._gauges()
-        for listener in self._listeners:
-            listener(state, change)
 
     def _gauges(self) -> None:
         metrics.SOURCES_SUPERVISED.set(len(self.pairs))

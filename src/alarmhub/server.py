@@ -74,7 +74,8 @@ async def run(
     metrics_listen: tuple[str, int] | None = None,
 ) -> None:
     """Start the runtime, serve until SIGTERM or SIGINT, then stop in order: listeners first
-    (in-flight requests finish), then the writer (queued signals are committed).
+    (in-flight requests finish), then the runtime (DC-09 frames in flight are answered, queued
+    signals committed).
 
     With ``metrics_listen``, ``/metrics`` is served on that address alone and on none of the
     other listeners."""
@@ -82,12 +83,20 @@ async def run(
     every = [*listeners, *([metrics_listener] if metrics_listener else [])]
     sockets = [bind(listener) for listener in every]
     dc09_sockets = [dc09_server.bind(host, port) for host, port in dc09_listen]
-    runtime = Runtime(settings)
-    await runtime.start()
-    dc09 = dc09_server.Receiver(runtime, dc09_sockets) if dc09_sockets else None
-    if dc09 is not None:
-        await dc09.start()
-    protocol = listener_limits.guarded_protocol(settings)
+    async with Runtime(settings, dc09_sockets) as runtime:
+        await _serve(runtime, listeners, metrics_listener, sockets, on_ready, extra_routes)
+
+
+async def _serve(
+    runtime: Runtime,
+    listeners: Sequence[Listener],
+    metrics_listener: Listener | None,
+    sockets: Sequence[socket.socket],
+    on_ready: Callable[[Runtime], None] | None,
+    extra_routes: Callable[[Runtime], list[BaseRoute]] | None,
+) -> None:
+    """Serve every listener on its socket until told to stop; the in-flight requests finish."""
+    protocol = listener_limits.guarded_protocol(runtime.settings)
     servers: list[_Server] = []
     for listener in listeners:
         app = build_app(runtime, listener.parts)
@@ -95,16 +104,16 @@ async def run(
             app.router.routes[:0] = extra_routes(runtime)
         if metrics_listener is not None:
             app.router.routes[:] = [r for r in app.router.routes if not _is_metrics(r)]
-        servers.append(_Server(_config(app, listener, protocol, settings)))
+        servers.append(_Server(_config(app, listener, protocol, runtime.settings)))
     if metrics_listener is not None:
         metrics_app = Starlette(routes=[r for r in common_routes(runtime) if _is_metrics(r)])
-        servers.append(_Server(_config(metrics_app, metrics_listener, protocol, settings)))
+        servers.append(_Server(_config(metrics_app, metrics_listener, protocol, runtime.settings)))
 
     loop = asyncio.get_running_loop()
 
     def stop(signame: str) -> None:
         log.info("stop requested", extra={"signal": signame})
-        runtime.console.close()  # open event streams would hold the graceful stop for 30 s
+        runtime.live_feed.close()  # open event streams would hold the graceful stop for 30 s
         for server in servers:
             if server.should_exit:
                 server.force_exit = True
@@ -129,9 +138,6 @@ async def run(
         for server in servers:
             server.should_exit = True
         await asyncio.gather(*tasks, return_exceptions=True)
-        if dc09 is not None:
-            await dc09.stop()
-        await runtime.stop()
 
 
 def _is_metrics(route: BaseRoute) -> bool:

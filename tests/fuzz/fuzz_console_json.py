@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alarmhub.console import inputs
-from alarmhub.console.inputs import BadInput
+from alarmhub.core.errors import BadInput
 from tests.fuzz.common import FUZZ, Counter
 from tests.fuzz.strategies import encoded, json_values, mutated
 

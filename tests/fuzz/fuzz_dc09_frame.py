@@ -16,7 +16,7 @@ from my_dc09_spt.msg.dc05_msg import dc05_msg
 
 from alarmhub.contactid import EVENTS
 from alarmhub.dc09 import frame, receiver
-from alarmhub.dc09.receiver import Verdict
+from alarmhub.dc09.receiver import Reply
 from tests.dc09_panel import KEY, KEYED_ACCOUNT, spt
 from tests.fuzz.common import FUZZ, Counter
 from tests.fuzz.strategies import mutated
@@ -80,15 +80,15 @@ def test_dc09_streams_get_only_documented_verdicts() -> None:
         for raw in cut:
             assert len(raw.body) <= frame.MAX_FRAME_BYTES
             decision = receiver.decide(raw, key_of, BUILT_AT)
-            assert decision.verdict in Verdict
-            if decision.verdict is Verdict.ACK:
+            assert decision.reply in Reply
+            if decision.reply is Reply.ACK:
                 assert decision.ack(BUILT_AT).startswith(b"\n")
                 for sig in receiver.signals(decision, "1234", 1):
                     f = sig.fields
                     assert 0 < len(f.panel) <= receiver.PANEL_MAX
                     assert f.code[0] in "ERP" and f.code[1:] in EVENTS, f
                     assert len(f.area) == 2 and len(f.zone) == 3
-            elif decision.verdict is not Verdict.IGNORED:
+            elif decision.reply is not Reply.IGNORED:
                 assert decision.answer is not None and decision.answer.startswith(b"\n")
 
     one()

@@ -108,8 +108,16 @@ def test_query_forms_answer_only_documented_bodies() -> None:
         settings = settings_module.load(Path(directory), rest_max_body_bytes=2048)
         engine = open_engine(settings.database)
         upgrade(engine)
-        runtime: Any = SimpleNamespace(query_auth=Auth(), engine=engine, settings=settings)
-        app = Starlette(routes=routes(runtime))
+        auth: Any = Auth()
+        app = Starlette(
+            routes=routes(
+                auth,
+                engine,
+                settings.zone,
+                settings.rest_max_body_bytes,
+                settings.xmhist_max_records,
+            )
+        )
 
         @FUZZ
         @given(request=requests, query=st.just(QUERY) | st.binary(max_size=40))

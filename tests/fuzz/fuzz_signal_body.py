@@ -57,13 +57,8 @@ class Writer:
         return CONFLICT if sig.idempotency_key == "conflict" else Stored(1)
 
 
-runtime: Any = SimpleNamespace(
-    grants=Grants(),
-    writer=Writer(),
-    settings=SimpleNamespace(max_body_bytes=16384),
-    heartbeats=SimpleNamespace(beat=lambda *a: None),
-)
-APP = Starlette(routes=routes(runtime))
+grants: Any = Grants()
+APP = Starlette(routes=routes(grants, Writer(), SimpleNamespace(beat=lambda *a: None), 16384))
 
 field_values = st.sampled_from(LIKELY) | json_values
 field_names = st.sampled_from(FIELDS) | st.text(max_size=6)

@@ -93,10 +93,6 @@ class LiveFeed:
     def closed(self) -> bool:
         return self._closed
 
-    @property
-    def subscribers(self) -> int:
-        return len(self._subscribers)
-
     async def start(self) -> None:
         self._closed = False
         self._task = asyncio.create_task(self._run(), name="console-feed")

@@ -8,16 +8,10 @@ from typing import Any
 
 import orjson
 
+from alarmhub.core.errors import BadInput
+
 MAX_BODY_BYTES = 16_384
 MAX_ALARM_ID = 2**63 - 1
-
-
-class BadInput(Exception):
-    """Input the API cannot use (answered 422 CONSOLE-INPUT)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def alarm_id(text: str) -> int:

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -30,15 +31,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs, pages, security, views
-from alarmhub.console.feed import EventStream
-from alarmhub.console.inputs import BadInput
+from alarmhub.console.feed import EventStream, LiveFeed
+from alarmhub.core import errors
+from alarmhub.core.errors import BadInput, StoreUnavailable
 from alarmhub.core.operations import Operator, Refusal, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import operations as store_ops
-from alarmhub.store.engine import StoreUnavailable
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
 
 log = logging.getLogger("alarmhub.console")
 T = TypeVar("T")
@@ -49,6 +47,12 @@ Handler = Callable[[Request, "Session"], Awaitable[dict[str, Any]]]
 THROTTLED = "Too many failed sign-ins: wait {seconds} seconds, then try again."
 BUSY_ADDRESS = "Too many sign-ins at once from this address: try again in a moment."
 BUSY_NODE = "The node is busy with other sign-ins: try again in a moment."
+
+
+class Writer(Protocol):
+    """Runs a write in its own transaction, off the event loop (the node's writer)."""
+
+    async def run(self, work: Callable[[Connection], T], /) -> T: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,8 @@ def envelope(data: Mapping[str, Any] | None = None, status: int = 200) -> Respon
 
 
 def error(code: str, message: str, status: int) -> Response:
-    body = {"status_code": status, "status": "error", "error_code": code, "message": message}
+    """The console's error envelope, with its security headers."""
+    body = errors.envelope(status, code, message)
     return security.secure_headers(
         Response(views.dumps(body), status_code=status, media_type="application/json")
     )
@@ -79,6 +84,10 @@ def error(code: str, message: str, status: int) -> Response:
 
 def no_session() -> Response:
     return error("CONSOLE-SESSION", "sign in first: no valid console session", 401)
+
+
+def bad_csrf() -> Response:
+    return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
 
 
 class StaticHeaders:
@@ -101,12 +110,13 @@ class StaticHeaders:
 
 
 class Console:
-    """The console's endpoints over one node's runtime."""
+    """The console's endpoints: reads from ``engine``, writes through ``writer``, the live
+    feed from ``feed``."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.engine = runtime.engine
-        self.feed = runtime.console
+    def __init__(self, engine: Engine, writer: Writer, feed: LiveFeed) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.feed = feed
         self.throttle = SignInThrottle()
         self.checks = security.FairChecks()
         self.unknown = security.UnknownSessions()
@@ -121,7 +131,7 @@ class Console:
         return await asyncio.to_thread(run)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
-        return await self.runtime.writer.run(partial(store_ops.on_queues, work))
+        return await self.writer.run(partial(store_ops.on_queues, work))
 
     async def session(self, request: Request) -> Session | None:
         """The request's live session, or None. A cookie found to be no session is remembered
@@ -149,7 +159,7 @@ class Console:
                 who = _who(session)
                 if writes and not security.csrf_ok(request, session.token):
                     log.info("console request without a valid csrf token", extra=who)
-                    return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+                    return bad_csrf()
                 data = await handler(request, session)
             except BadInput as exc:
                 return error("CONSOLE-INPUT", exc.message, 422)
@@ -257,7 +267,7 @@ class Console:
             security.clear_session(response, request)
             return response
         if not security.csrf_ok(request, session.token):
-            return error("CONSOLE-CSRF", "missing or wrong X-CSRF-Token header", 403)
+            return bad_csrf()
 
         def sign_out(conn: Connection) -> int:
             store_ops.end_session(conn, session.token)
@@ -443,6 +453,6 @@ def _who(session: Session) -> dict[str, str]:
     return {"operator": session.code}
 
 
-def routes(runtime: Runtime) -> list[BaseRoute]:
-    """The console's routes on ``runtime`` (mounted with the query interface)."""
-    return Console(runtime).routes()
+def routes(engine: Engine, writer: Writer, feed: LiveFeed) -> list[BaseRoute]:
+    """The console's routes (mounted with the query interface)."""
+    return Console(engine, writer, feed).routes()

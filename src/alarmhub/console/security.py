@@ -24,6 +24,7 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from alarmhub.core.tokens import token_hash
 from alarmhub.store.operations import SESSION_HOURS
 
 SESSION_COOKIE = "alarmhub_session"
@@ -218,20 +219,16 @@ class FairChecks:
 
 
 class UnknownSessions:
-    """Session cookies lately found to be no session, by their SHA-256, so that a client
+    """Session cookies lately found to be no session, by their hash, so that a client
     repeating one costs no database read: at most ``size`` of them, each for ``seconds``."""
 
     def __init__(self, size: int = 10_000, seconds: float = 60.0) -> None:
         self.size = size
         self.seconds = seconds
-        self._until: OrderedDict[bytes, float] = OrderedDict()
-
-    @staticmethod
-    def _key(token: str) -> bytes:
-        return hashlib.sha256(token.encode()).digest()
+        self._until: OrderedDict[str, float] = OrderedDict()
 
     def __contains__(self, token: str) -> bool:
-        key = self._key(token)
+        key = token_hash(token)
         until = self._until.get(key)
         if until is None:
             return False
@@ -241,7 +238,7 @@ class UnknownSessions:
         return True
 
     def add(self, token: str) -> None:
-        key = self._key(token)
+        key = token_hash(token)
         self._until.pop(key, None)
         self._until[key] = time.monotonic() + self.seconds
         while len(self._until) > self.size:

@@ -1,12 +1,75 @@
-"""The signaling interface's refusals: error codes, messages and HTTP status, in one place."""
+"""Every error alarmhub raises or answers on purpose, in one tree, and the signaling
+interface's refusals (spec 2.2): their codes, messages and HTTP status.
+
+The exceptions::
+
+    AlarmhubError              the base of every exception below
+    ├── StoreUnavailable       the database or the writer cannot take the work now:
+    │                          signaling 503 STORE-1, console 503 CONSOLE-STORE, DC-09 no
+    │                          answer (the panel sends again)
+    ├── BadInput               console input the API cannot read: 422 CONSOLE-INPUT
+    └── QueryRefused           a request the query interface refuses, with its body and status
+
+Not raised but returned, so that a refused signal costs no exception::
+
+    SignalRefusal              why a signal or heartbeat was refused: the table below
+
+The alarm life cycle's refusals (``OPS-*``, with their status) are
+:class:`alarmhub.core.operations.Refusal`, beside the rules that raise them. Errors of
+configuration never reach a wire; the command line reports them: ``SettingsError``
+(:mod:`alarmhub.settings`), ``SecretKeyError`` (:mod:`alarmhub.secret_key`),
+``ProvisioningError`` (:mod:`alarmhub.store.provisioning`).
+
+Each interface renders its errors in one place: the signaling interface, and the HTTP errors
+of every listener (404, 405, ...), the JSON :func:`envelope` (``rx.routes.error_response``);
+the console the same envelope with its security headers (``console.routes.error``); the query
+interface the bodies of :mod:`alarmhub.xm.errors`; DC-09 a NAK or DUH
+(:mod:`alarmhub.dc09.answer`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+
+class AlarmhubError(Exception):
+    """The base of the exceptions alarmhub raises on purpose."""
+
+
+class StoreUnavailable(AlarmhubError):
+    """The database could not be reached or written."""
+
+
+class BadInput(AlarmhubError):
+    """Input the console API cannot use (answered 422 CONSOLE-INPUT)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class QueryRefused(AlarmhubError):
+    """A request the query interface refuses, with the body and status to answer."""
+
+    def __init__(self, body: dict[str, Any], status: int = 400) -> None:
+        super().__init__(body.get("message") or body.get("ERROR_CODE"))
+        self.body = body
+        self.status = status
+
+
+def envelope(status_code: int, error_code: str, message: str) -> dict[str, Any]:
+    """The error envelope of spec 2.2, its keys in this order."""
+    return {
+        "status_code": status_code,
+        "status": "error",
+        "error_code": error_code,
+        "message": message,
+    }
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class SignalRefusal:
     """Why a signal or heartbeat was not accepted, as the caller is told."""
 
     error_code: str
@@ -14,26 +77,30 @@ class Refusal:
     status_code: int = 422
 
 
-DNIS_REQUIRED = Refusal("DNIS-1", "dnis is required")
-DNIS_INVALID = Refusal("DNIS-2", "dnis must be up to 5 alphanumeric characters")
-PANEL_REQUIRED = Refusal("PANEL-1", "panel is required")
-PANEL_INVALID = Refusal("PANEL-2", "panel must be up to 4 digits or 10 alphanumeric characters")
-CODE_REQUIRED = Refusal("CODE-1", "code is required")
-CODE_INVALID = Refusal("CODE-2", "code must be a valid contact id code")
-AREA_INVALID = Refusal("AREA-1", "area must be a valid contact id area")
-ZONE_INVALID = Refusal("ZONE-1", "zone_or_user must be a valid contact id zone or user")
-BUFFER_REFUSED = Refusal("BUFFER-1", "Failed to queue signal for delivery")
-BODY_INVALID = Refusal("BODY-1", "body must be a JSON object")
-AUTH_FAILED = Refusal("AUTH-1", "invalid or missing bearer token", 401)
-HEARTBEAT_REFUSED = Refusal("HB-1", "no access to this receiver", 401)
-STORE_FAILED = Refusal("STORE-1", "signal not stored, retry", 503)
+DNIS_REQUIRED = SignalRefusal("DNIS-1", "dnis is required")
+DNIS_INVALID = SignalRefusal("DNIS-2", "dnis must be up to 5 alphanumeric characters")
+PANEL_REQUIRED = SignalRefusal("PANEL-1", "panel is required")
+PANEL_INVALID = SignalRefusal(
+    "PANEL-2", "panel must be up to 4 digits or 10 alphanumeric characters"
+)
+CODE_REQUIRED = SignalRefusal("CODE-1", "code is required")
+CODE_INVALID = SignalRefusal("CODE-2", "code must be a valid contact id code")
+AREA_INVALID = SignalRefusal("AREA-1", "area must be a valid contact id area")
+ZONE_INVALID = SignalRefusal("ZONE-1", "zone_or_user must be a valid contact id zone or user")
+BUFFER_REFUSED = SignalRefusal("BUFFER-1", "Failed to queue signal for delivery")
+BODY_INVALID = SignalRefusal("BODY-1", "body must be a JSON object")
+AUTH_FAILED = SignalRefusal("AUTH-1", "invalid or missing bearer token", 401)
+HEARTBEAT_REFUSED = SignalRefusal("HB-1", "no access to this receiver", 401)
+STORE_FAILED = SignalRefusal("STORE-1", "signal not stored, retry", 503)
 IDEMPOTENCY_KEY_MAX = 255
-IDEMPOTENCY_INVALID = Refusal(
+IDEMPOTENCY_INVALID = SignalRefusal(
     "IDEMPOTENCY-1", f"Idempotency-Key must be 1-{IDEMPOTENCY_KEY_MAX} printable ASCII characters"
 )
-IDEMPOTENCY_CONFLICT = Refusal("IDEMPOTENCY-2", "Idempotency-Key was used for a different signal")
+IDEMPOTENCY_CONFLICT = SignalRefusal(
+    "IDEMPOTENCY-2", "Idempotency-Key was used for a different signal"
+)
 
-ALL: tuple[Refusal, ...] = (
+ALL: tuple[SignalRefusal, ...] = (
     DNIS_REQUIRED,
     DNIS_INVALID,
     PANEL_REQUIRED,

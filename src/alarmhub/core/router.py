@@ -1,7 +1,7 @@
 """The router: what each stored signal becomes (a pending alarm, a history event, a restoral),
 and the alarms the system raises itself. Pure rules over a repository the store provides.
 
-Every history event records its path in PR_CHECKSUM (one of ``Path``).
+Every history event records its path in PR_CHECKSUM (one of ``RoutePath``).
 
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
 a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
@@ -26,7 +26,7 @@ from alarmhub.core.alarm_types import (
     SystemAlarm,
 )
 from alarmhub.core.line_mask import apply_mask
-from alarmhub.core.runaway import RunawayMonitor, Verdict
+from alarmhub.core.runaway import RunawayMonitor, RunawayVerdict
 from alarmhub.core.signal import Signal
 
 TEST_REPORT = "602"
@@ -35,7 +35,7 @@ SECOND_ZONE_IS = {"zone": "Z", "user": "U", "none": "N"}
 JOINING_DESTINATIONS = frozenset({"dc09"})  # a receiver line's unknown accounts: one alarm
 
 
-class Path(StrEnum):
+class RoutePath(StrEnum):
     """PR_CHECKSUM: the way a history event took through the router."""
 
     PENDING = "PENDING"  # an operator-handled event: a pending alarm was raised
@@ -85,7 +85,7 @@ class HistoryEvent:
     priority: str
     color: str
     hist_text: str
-    path: Path
+    path: RoutePath
     second_zone_is: str = "N"
     code: str = ""
     area: str = ""
@@ -169,11 +169,11 @@ class _Kind:
     second_zone_is: str
 
 
-_RAISING = frozenset({Path.PENDING, Path.UNKNOWN})
+_RAISING = frozenset({RoutePath.PENDING, RoutePath.UNKNOWN})
 
 
 def _event(
-    signal: StoredSignal, account: str, kind: _Kind, path: Path, alarm_id: int | None = None
+    signal: StoredSignal, account: str, kind: _Kind, path: RoutePath, alarm_id: int | None = None
 ) -> HistoryEvent:
     """The history event of a routed signal; one that raises an alarm links to it (the alarm
     takes the signal's incident number)."""
@@ -228,12 +228,12 @@ class Router:
         verdict = self.runaway.observe(
             runaway_key(account, signal.dnis, signal.panel), signal.received_us
         )
-        if verdict is not Verdict.NORMAL:
-            if verdict is Verdict.TRIGGERED:
+        if verdict is not RunawayVerdict.NORMAL:
+            if verdict is RunawayVerdict.TRIGGERED:
                 self.raise_alarm(
                     repo, RUNAWAY, account, f"{RUNAWAY.name} {self.runaway.text}", now_us, signal
                 )
-            repo.add_history(_event(signal, account, kind, Path.RUNAWAY))
+            repo.add_history(_event(signal, account, kind, RoutePath.RUNAWAY))
             if known and signal.code == f"E{TEST_REPORT}":
                 self._test_report(repo, account, signal.received_us, now_us)
             return
@@ -251,7 +251,7 @@ class Router:
                 text=_cut(f"{UNKNOWN_ACCOUNT.name} {text}"),
                 second_zone_is=kind.second_zone_is,
             )
-            history = _event(signal, account, unknown, Path.UNKNOWN)
+            history = _event(signal, account, unknown, RoutePath.UNKNOWN)
             if signal.destination in JOINING_DESTINATIONS:
                 joined = repo.open_unknown_alarm(signal.source, signal.destination)
                 if joined is not None:
@@ -262,7 +262,7 @@ class Router:
             self._raise(repo, history, now_us)
             return
         if qualifier == "P":  # a status report of a condition still present: history only
-            repo.add_history(_event(signal, account, kind, Path.HISTORY))
+            repo.add_history(_event(signal, account, kind, RoutePath.HISTORY))
             return
         if restore:
             linked = None
@@ -271,11 +271,11 @@ class Router:
                 linked = repo.open_alarm(account, event_code, signal.area, signal.zone)
                 if linked is not None:
                     repo.restore_arrived(linked, signal.received_us)
-            path = Path.RESTORE if restoral else Path.HISTORY
+            path = RoutePath.RESTORE if restoral else RoutePath.HISTORY
             repo.add_history(_event(signal, account, kind, path, alarm_id=linked))
             return
         if alarm_type.category == SYSTEM_HANDLED:
-            repo.add_history(_event(signal, account, kind, Path.HISTORY))
+            repo.add_history(_event(signal, account, kind, RoutePath.HISTORY))
             if event_code == TEST_REPORT:
                 ended = repo.test_report(account, signal.received_us)
                 if ended is not None:
@@ -283,7 +283,7 @@ class Router:
                         repo, FAIL_TO_TEST, ended, account, FAIL_TO_TEST.name, now_us
                     )
             return
-        self._raise(repo, _event(signal, account, kind, Path.PENDING), now_us)
+        self._raise(repo, _event(signal, account, kind, RoutePath.PENDING), now_us)
 
     @staticmethod
     def _raise(repo: Repository, history: HistoryEvent, now_us: int) -> None:
@@ -317,7 +317,7 @@ class Router:
             priority=kind.priority,
             color=kind.color,
             hist_text=_cut(text),
-            path=Path.SYSTEM,
+            path=RoutePath.SYSTEM,
             alarm_id=number,
             source=signal.source if signal else "",
             destination=signal.destination if signal else "",
@@ -350,7 +350,7 @@ class Router:
                 priority=kind.priority,
                 color=kind.color,
                 hist_text=_cut(f"{text} RESTORE"),
-                path=Path.SYSTEM,
+                path=RoutePath.SYSTEM,
                 alarm_id=alarm_id,
             )
         )

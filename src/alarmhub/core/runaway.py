@@ -14,7 +14,7 @@ DEFAULT_LIMIT = 10
 DEFAULT_MINUTES = 2
 
 
-class Verdict(Enum):
+class RunawayVerdict(Enum):
     NORMAL = "normal"
     TRIGGERED = "triggered"
     SUPPRESSED = "suppressed"
@@ -43,7 +43,7 @@ class RunawayMonitor:
         """What the RUNAWAY alarm says: ``10 SIGS IN 2 MIN``."""
         return f"{self.limit} SIGS IN {self.minutes} MIN"
 
-    def observe(self, account: str, at_us: int) -> Verdict:
+    def observe(self, account: str, at_us: int) -> RunawayVerdict:
         """Count one signal of ``account`` received at ``at_us`` and say how to route it."""
         state = self._accounts.get(account)
         if state is None:
@@ -54,7 +54,7 @@ class RunawayMonitor:
                 state.times.clear()
             else:
                 state.last_us = at_us
-                return Verdict.SUPPRESSED
+                return RunawayVerdict.SUPPRESSED
         times = state.times
         times.append(at_us)
         while times and at_us - times[0] >= self._window_us:
@@ -63,8 +63,8 @@ class RunawayMonitor:
         if len(times) > self.limit:
             state.runaway = True
             times.clear()
-            return Verdict.TRIGGERED
-        return Verdict.NORMAL
+            return RunawayVerdict.TRIGGERED
+        return RunawayVerdict.NORMAL
 
     def forget_quiet(self, now_us: int) -> None:
         """Drop accounts that have been quiet for the whole window (bounded memory)."""

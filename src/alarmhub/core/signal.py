@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from alarmhub.contactid import EVENTS
 from alarmhub.core import errors
-from alarmhub.core.errors import Refusal
+from alarmhub.core.errors import SignalRefusal
 
 QUALIFIERS = {"E": "new event", "R": "restore"}
 
@@ -65,7 +65,7 @@ def valid_dnis(value: object) -> bool:
     return isinstance(value, str) and _alnum(value, 5) and _not_all_zeros(value)
 
 
-def validate(body: dict[str, Any]) -> SignalFields | Refusal:
+def validate(body: dict[str, Any]) -> SignalFields | SignalRefusal:
     """Validate a decoded JSON body; the first failing field, in contract order, is reported."""
     dnis = body.get("dnis")
     if _absent(dnis):

@@ -26,8 +26,8 @@ TOO_OLD = timedelta(seconds=40)
 TOO_NEW = timedelta(seconds=20)
 
 
-class Verdict(StrEnum):
-    """How a frame is answered."""
+class Reply(StrEnum):
+    """How a frame is answered (the bytes of each answer: :mod:`alarmhub.dc09.answer`)."""
 
     ACK = "ACK"  # after its events are committed (at once for a link test)
     NAK = "NAK"  # an encrypted message's timestamp is outside -40 s / +20 s
@@ -37,10 +37,10 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The verdict on one frame and what it needs: the message, its content and events, the
+    """The reply to one frame and what it needs: the message, its content and events, the
     panel they come from, the key for an encrypted ACK, or the answer to send at once."""
 
-    verdict: Verdict
+    reply: Reply
     reason: str = ""
     message: Message | None = None
     content: Content | None = None
@@ -56,13 +56,13 @@ class Decision:
 
 
 def _duh(reason: str, msg: Message | None) -> Decision:
-    return Decision(Verdict.DUH, reason, msg, answer=answer.duh(msg))
+    return Decision(Reply.DUH, reason, msg, answer=answer.duh(msg))
 
 
 def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) -> Decision:
-    """The verdict on ``raw``; ``key_of`` gives an account's AES key (None: it has none)."""
+    """The decision on ``raw``; ``key_of`` gives an account's AES key (None: it has none)."""
     if not raw.valid():
-        return Decision(Verdict.IGNORED, "bad CRC or length")
+        return Decision(Reply.IGNORED, "bad CRC or length")
     msg = message.parse(raw.body)
     if msg is None:
         return _duh("malformed header", None)
@@ -77,7 +77,7 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
             return _duh("does not decrypt with the account's key", msg)
         stamp = content.timestamp
         if stamp is None or not (now - TOO_OLD <= stamp <= now + TOO_NEW):
-            return Decision(Verdict.NAK, "timestamp out of window", msg, answer=answer.nak(now))
+            return Decision(Reply.NAK, "timestamp out of window", msg, answer=answer.nak(now))
     else:
         if key is not None:
             return _duh("the account is keyed: unencrypted messages are refused", msg)
@@ -85,7 +85,7 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
         if content is None:
             return _duh("malformed content", msg)
     if msg.id == message.NULL:
-        return Decision(Verdict.ACK, "link test", msg, content, key=key)
+        return Decision(Reply.ACK, "link test", msg, content, key=key)
     parsed = (
         events.adm_cid(content.data) if msg.id == message.ADM_CID else events.sia_dcs(content.data)
     )
@@ -99,7 +99,7 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
     if parsed.events and not 0 < len(panel) <= PANEL_MAX:
         return _duh(f"account {panel!r} is not 1-{PANEL_MAX} characters", msg)
     return Decision(
-        Verdict.ACK,
+        Reply.ACK,
         "event" if parsed.events else "link test",
         msg,
         content,

@@ -24,27 +24,29 @@ import resource
 import socket
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
-from alarmhub import metrics, secret_key
+from sqlalchemy import Connection
+
+from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.errors import StoreUnavailable
+from alarmhub.core.signal import Signal
 from alarmhub.dc09 import frame, receiver
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.dc09.frame import RawFrame
-from alarmhub.dc09.receiver import Decision, Verdict
-from alarmhub.store.engine import StoreUnavailable
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
+from alarmhub.dc09.receiver import Decision, Reply
+from alarmhub.store.commit import Stored
 
 log = logging.getLogger("alarmhub.dc09")
+T = TypeVar("T")
 FRAME_SECONDS = 10.0
 SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
 IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
-_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Verdict}
+_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Reply}
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
 
@@ -53,27 +55,38 @@ def _shown(raw: RawFrame) -> str:
     return raw.body[:120].decode("ascii", "backslashreplace")
 
 
-class Receiver:
-    """Every DC-09 listener of a node and what they share: the accounts and the writer."""
+class Writer(Protocol):
+    """The node's writer: stores signals durably and runs other writes off the event loop."""
 
-    def __init__(self, runtime: Runtime, sockets: Sequence[Sockets]) -> None:
-        settings = runtime.settings
-        self._runtime = runtime
+    def enqueue(self, sig: Signal, /) -> asyncio.Future[Stored]: ...
+
+    async def run(self, work: Callable[[Connection], T], /) -> T: ...
+
+
+class Receiver:
+    """Every DC-09 listener of a node and what they share: the accounts and the writer.
+    ``max_connections``, ``max_per_address`` and ``idle_seconds`` are the connection limits
+    of the module's docstring."""
+
+    def __init__(
+        self,
+        accounts: AccountBook,
+        writer: Writer,
+        sockets: Sequence[Sockets],
+        *,
+        max_connections: int,
+        max_per_address: int,
+        idle_seconds: float,
+    ) -> None:
+        self._writer = writer
         self._sockets = list(sockets)
         self.stopping = False
-        self.max_connections = settings.dc09_max_connections
-        self.max_per_address = settings.dc09_max_connections_per_address
+        self.max_connections = max_connections
+        self.max_per_address = max_per_address
         self.per_address: dict[str, int] = {}
-        self._idle_seconds = float(settings.dc09_idle_seconds)
+        self._idle_seconds = float(idle_seconds)
         self._stall_seconds = min(FRAME_SECONDS, self._idle_seconds)
-        self.accounts = AccountBook(
-            runtime.engine,
-            runtime.writer,
-            runtime.leadership,
-            secret_key.load(settings.data_dir),
-            settings.dc09_supervision_seconds,
-            settings.heartbeat_flush_seconds,
-        )
+        self.accounts = accounts
         self.connections: set[_Connection] = set()
         self._servers: list[asyncio.Server] = []
         self._datagrams: list[asyncio.DatagramTransport] = []
@@ -82,7 +95,7 @@ class Receiver:
 
     async def start(self) -> None:
         _raise_open_files_limit()
-        await self._runtime.writer.run(self.accounts.recall)
+        await self._writer.run(self.accounts.recall)
         await self.accounts.start()
         loop = asyncio.get_running_loop()
         for tcp, udp in self._sockets:
@@ -113,12 +126,12 @@ class Receiver:
 
     def judge(self, raw: RawFrame, peer: str) -> Decision:
         decision = receiver.decide(raw, self.accounts.key_of, datetime.now(UTC))
-        if decision.verdict is not Verdict.ACK:
-            _ANSWERS[decision.verdict].inc()
-            level = logging.INFO if decision.verdict is Verdict.IGNORED else logging.WARNING
+        if decision.reply is not Reply.ACK:
+            _ANSWERS[decision.reply].inc()
+            level = logging.INFO if decision.reply is Reply.IGNORED else logging.WARNING
             log.log(
                 level,
-                f"dc09 frame answered {decision.verdict.value}",
+                f"dc09 frame answered {decision.reply.value}",
                 extra={"peer": peer, "reason": decision.reason, "frame": _shown(raw)},
             )
         elif decision.unknown_codes:
@@ -140,7 +153,7 @@ class Receiver:
         signals = receiver.signals(decision, dnis, now_us())
         answer: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
         try:
-            stored = [self._runtime.writer.enqueue(sig) for sig in signals]
+            stored = [self._writer.enqueue(sig) for sig in signals]
         except StoreUnavailable as exc:
             log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
             answer.set_result(None)
@@ -189,7 +202,7 @@ class Receiver:
         account = msg.account or decision.panel
         if account:
             self.accounts.reported(account, msg.receiver_number, msg.line_number)
-        _ANSWERS[Verdict.ACK].inc()
+        _ANSWERS[Reply.ACK].inc()
         return decision.ack(datetime.now(UTC))
 
     async def _sweep(self) -> None:
@@ -265,7 +278,7 @@ class _Connection(asyncio.Protocol):
             self.last_active = self.frame_started = now
         for raw in frames:
             decision = self._receiver.judge(raw, self.peer)
-            if decision.verdict is Verdict.ACK:
+            if decision.reply is Reply.ACK:
                 acked = self._receiver.accept(decision, self.peer)
                 if isinstance(acked, bytes):
                     self._queue_now(acked)
@@ -368,7 +381,7 @@ class _Datagrams(asyncio.DatagramProtocol):
             )
         for raw in frames[:1]:
             decision = self._receiver.judge(raw, peer)
-            if decision.verdict is Verdict.ACK:
+            if decision.reply is Reply.ACK:
                 acked = self._receiver.accept(decision, peer)
                 if isinstance(acked, bytes):
                     self._send_now(acked, addr)

@@ -1,10 +1,14 @@
-"""HTTP routes of the signaling interface: translate requests to core calls and back."""
+"""HTTP routes of the signaling interface: translate requests to core calls and back.
+
+The routes receive what they use (:func:`routes`): the grant cache, something that stores a
+signal durably (the writer) and something that records a heartbeat (the supervisor)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import orjson
 from starlette.requests import Request
@@ -15,14 +19,12 @@ from starlette.types import Receive, Scope, Send
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core import errors
-from alarmhub.core.errors import Refusal
+from alarmhub.core.errors import SignalRefusal, StoreUnavailable
 from alarmhub.core.signal import Signal, validate
 from alarmhub.core.tokens import split_pair
 from alarmhub.listener_limits import read_limited
-from alarmhub.store.engine import StoreUnavailable
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
+from alarmhub.rx.auth import GrantCache
+from alarmhub.store.commit import Stored
 
 log = logging.getLogger("alarmhub.rx")
 INTERFACE = "contact_id"
@@ -31,15 +33,8 @@ SUCCESS = b'{"status_code":200,"status":"success"}'
 IDEMPOTENCY_INVALID = errors.IDEMPOTENCY_INVALID
 
 
-def _render(refusal: Refusal) -> bytes:
-    return orjson.dumps(
-        {
-            "status_code": refusal.status_code,
-            "status": "error",
-            "error_code": refusal.error_code,
-            "message": refusal.message,
-        }
-    )
+def _render(refusal: SignalRefusal) -> bytes:
+    return orjson.dumps(errors.envelope(refusal.status_code, refusal.error_code, refusal.message))
 
 
 class _Constant(Response):
@@ -58,7 +53,7 @@ _BODIES = {r.error_code: _render(r) for r in errors.ALL}
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def error_response(refusal: Refusal) -> Response:
+def error_response(refusal: SignalRefusal) -> Response:
     """The error envelope of section 2.2; the HTTP status equals its ``status_code``."""
     return Response(
         _BODIES.get(refusal.error_code) or _render(refusal),
@@ -68,11 +63,20 @@ def error_response(refusal: Refusal) -> Response:
     )
 
 
+def envelope_response(
+    status_code: int, error_code: str, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """The same envelope for an error that is no signaling refusal (the HTTP errors of every
+    listener: 404, 405, ...)."""
+    body = orjson.dumps(errors.envelope(status_code, error_code, message))
+    return Response(body, status_code=status_code, media_type=JSON, headers=headers)
+
+
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels(INTERFACE)
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE)
 
 
-def refuse(refusal: Refusal) -> Response:
+def refuse(refusal: SignalRefusal) -> Response:
     metrics.SIGNALS_REFUSED.labels(INTERFACE, refusal.error_code).inc()
     return error_response(refusal)
 
@@ -117,7 +121,7 @@ def _decode(raw: bytes | None) -> Any:
         return None
 
 
-def _idempotency_key(key: str | None) -> str | Refusal | None:
+def _idempotency_key(key: str | None) -> str | SignalRefusal | None:
     if key is None:
         return None
     if not (0 < len(key) <= errors.IDEMPOTENCY_KEY_MAX and key.isascii() and key.isprintable()):
@@ -125,10 +129,22 @@ def _idempotency_key(key: str | None) -> str | Refusal | None:
     return key
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    grants = runtime.grants
-    writer = runtime.writer
-    body_limit = runtime.settings.max_body_bytes
+class Writer(Protocol):
+    """Stores a signal and answers once the commit holding it is durable."""
+
+    async def submit(self, sig: Signal, /) -> Stored: ...
+
+
+class Heartbeats(Protocol):
+    """Records that a source:destination pair beat."""
+
+    def beat(self, source: str, destination: str, /) -> None: ...
+
+
+def routes(
+    grants: GrantCache, writer: Writer, heartbeats: Heartbeats, body_limit: int
+) -> list[Route]:
+    """``contact_id`` and ``hb``; a signal body over ``body_limit`` bytes is refused."""
 
     async def contact_id(request: Request) -> Response:
         received = now_us()
@@ -140,13 +156,13 @@ def routes(runtime: Runtime) -> list[Route]:
         if not isinstance(body, dict):
             return refuse(errors.BODY_INVALID)
         fields = validate(body)
-        if isinstance(fields, Refusal):
+        if isinstance(fields, SignalRefusal):
             return refuse(fields)
         pair = split_pair(request.path_params["pair"])
         if pair is None or not grant.may_queue(pair[1]) or pair[1] not in grants.drivers:
             return refuse(errors.BUFFER_REFUSED)
         key = _idempotency_key(idempotency_key)
-        if isinstance(key, Refusal):
+        if isinstance(key, SignalRefusal):
             return refuse(key)
         signal = Signal(pair[0], pair[1], fields, grant.name, received, key)
         try:
@@ -183,7 +199,7 @@ def routes(runtime: Runtime) -> list[Route]:
         if pair is None or not grant.may_beat(*pair):
             metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
             return error_response(errors.HEARTBEAT_REFUSED)
-        runtime.heartbeats.beat(*pair)
+        heartbeats.beat(*pair)
         return SUCCESS_RESPONSE
 
     return [

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from alarmhub.core.errors import StoreUnavailable
 from alarmhub.store import sqlite
 
 if TYPE_CHECKING:
@@ -22,10 +23,6 @@ MIGRATION_LOCK = 0x616C61726D6D6967  # the advisory lock key of schema upgrades
 VERSION_TABLE = "alembic_version"
 _REVISION = re.compile(r"""^revision(?:\s*:[^=\n]*)?\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 _DOWN_REVISION = re.compile(r"^down_revision(?:\s*:[^=\n]*)?\s*=(.*)$", re.MULTILINE)
-
-
-class StoreUnavailable(RuntimeError):
-    """The database could not be reached or written."""
 
 
 def unavailable(exc: BaseException) -> bool:

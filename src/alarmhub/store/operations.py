@@ -10,7 +10,6 @@ consoles and XMAPEND/XMAINPRO see it at once.
 from __future__ import annotations
 
 import functools
-import hashlib
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from sqlalchemy.engine import Engine
 from alarmhub import clock
 from alarmhub.core import operations as ops
 from alarmhub.core.operations import Action, AlarmState, Operator, Refusal, Role
-from alarmhub.core.router import Path
+from alarmhub.core.router import RoutePath
+from alarmhub.core.tokens import token_hash
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import allocate_incidents, lock_incidents
@@ -228,10 +228,6 @@ def reset_resolution(engine: Engine, code: str) -> None:
 # console sign-in ----------------------------------------------------------------------------
 
 
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 SIGN_IN_REFUSED = Refusal("OPS-SIGNIN", "wrong operator code or password", 401)
 """The one answer to a sign-in with an unknown code, a wrong password, or a disabled operator."""
 
@@ -279,7 +275,7 @@ def sign_in(conn: Connection, check: PasswordCheck, now_us: int) -> tuple[Operat
     token = secrets.token_urlsafe(32)
     conn.execute(
         insert(s.console_session).values(
-            token_hash=_token_hash(token),
+            token_hash=token_hash(token),
             operator=code,
             created_us=now_us,
             expires_us=now_us + SESSION_HOURS * 3600 * 1_000_000,
@@ -308,7 +304,7 @@ def session_operator(conn: Connection, token: str, now_us: int) -> Operator | No
         conn.execute(
             select(s.operator)
             .join(s.console_session, cs.operator == o.code)
-            .where(cs.token_hash == _token_hash(token), cs.expires_us > now_us)
+            .where(cs.token_hash == token_hash(token), cs.expires_us > now_us)
         )
         .mappings()
         .first()
@@ -320,7 +316,7 @@ def session_operator(conn: Connection, token: str, now_us: int) -> Operator | No
 
 def end_session(conn: Connection, token: str) -> None:
     conn.execute(
-        delete(s.console_session).where(s.console_session.c.token_hash == _token_hash(token))
+        delete(s.console_session).where(s.console_session.c.token_hash == token_hash(token))
     )
 
 
@@ -637,7 +633,7 @@ def _record(
             priority=where["priority"],
             hist_text=ops.audit_text(action, code or "-", detail),
             am_notify="N",
-            pr_checksum=Path.OPERATOR.value,
+            pr_checksum=RoutePath.OPERATOR.value,
             second_zone_is="N",
             color=where["color"],
             video="N",

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import AlarmType, merged
 from alarmhub.core.operations import OPEN_STATES, AlarmState
-from alarmhub.core.router import HistoryEvent, Path
+from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.commit import RowInsert, allocate_incidents
@@ -174,7 +174,7 @@ class SqlRepository:
             select(a.alarm_id)
             .where(
                 a.state.in_(OPEN_STATES),
-                a.path == Path.UNKNOWN.value,
+                a.path == RoutePath.UNKNOWN.value,
                 a.source == source,
                 a.destination == destination,
             )
@@ -204,7 +204,7 @@ class SqlRepository:
 
     def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
         self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
-        if alarm.path is Path.UNKNOWN:
+        if alarm.path is RoutePath.UNKNOWN:
             self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
 
     def add_history(self, event: HistoryEvent) -> None:

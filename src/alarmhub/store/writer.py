@@ -24,12 +24,12 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
+from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
 from alarmhub.dc09.receiver import TOKEN_NAME as DC09_TOKEN_NAME
 from alarmhub.settings import Settings
 from alarmhub.store import framing, operations
 from alarmhub.store.commit import Stored, to_wire
-from alarmhub.store.engine import StoreUnavailable
 
 log = logging.getLogger("alarmhub.writer")
 T = TypeVar("T")
@@ -228,4 +228,4 @@ class SignalWriter:
         return self._process.pid if self._process else None
 
 
-__all__ = ["SignalWriter", "StoreUnavailable", "Stored"]
+__all__ = ["SignalWriter", "Stored"]

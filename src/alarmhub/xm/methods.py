@@ -1,7 +1,7 @@
 """The three methods of the query interface: their form fields, rules and answers.
 
 Each method reads a form (already authenticated) and answers a JSON object; bad fields raise
-:class:`XmError` with the body and HTTP status of decisions section 3.
+:class:`QueryRefused` with the body and HTTP status of decisions section 3.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from alarmhub.core.errors import QueryRefused
+from alarmhub.core.line_mask import ACCOUNT_MAX
 from alarmhub.core.operations import handling_times
-from alarmhub.core.router import Path
+from alarmhub.core.router import RoutePath
 from alarmhub.store import operations, provisioning, queries
 from alarmhub.xm import errors, fields
 
 Form = Mapping[str, str]
-ACCOUNT_MAX = 9
 YES_NO = ("Y", "N")
 SOURCE_DATAENTRY = "DATAENTRY"
 COUNT_DIGITS = 18  # a count of more digits is taken as COUNT_MAX
@@ -30,17 +31,8 @@ XMHIST_MAX_RECORDS = 10_000  # the default of the ``xmhist_max_records`` setting
 UNRESOLVED_TYPES = frozenset({"MESSAG", "SYS"})
 
 
-class XmError(Exception):
-    """A request the query interface refuses, with the body and status to answer."""
-
-    def __init__(self, body: dict[str, Any], status: int = 400) -> None:
-        super().__init__(body.get("message") or body.get("ERROR_CODE"))
-        self.body = body
-        self.status = status
-
-
-def _invalid(name: str) -> XmError:
-    return XmError(errors.field_invalid(name))
+def _invalid(name: str) -> QueryRefused:
+    return QueryRefused(errors.field_invalid(name))
 
 
 def _yes_no(form: Form, name: str, default: str) -> bool:
@@ -135,7 +127,7 @@ def parse_history_query(form: Form, zone: tzinfo, now_us: int) -> HistoryQuery:
     elif not start_text and not stop_text and hours is not None and hours > 0:
         start_us, stop_us = max(0, now_us - hours * HOUR_US), now_us
     else:
-        raise XmError(dict(errors.MALFORMED))
+        raise QueryRefused(dict(errors.MALFORMED))
     return HistoryQuery(
         account=account,
         start_us=start_us,
@@ -179,13 +171,13 @@ def history_event(row: Mapping[str, Any], zone: tzinfo) -> dict[str, str]:
 def _paths(query: HistoryQuery) -> frozenset[str]:
     """The PR_CHECKSUM paths a query shows: operator records only with SEARCHTYPE=OPR, the
     service system's own events only with SERVICEONLY=Y, none of them with NOMULTIPLES=Y."""
-    paths = frozenset(p.value for p in Path)
+    paths = frozenset(p.value for p in RoutePath)
     if not query.operator_records:
-        paths -= {Path.OPERATOR.value}
+        paths -= {RoutePath.OPERATOR.value}
     if query.service_only:
-        paths &= {Path.SYSTEM.value}
+        paths &= {RoutePath.SYSTEM.value}
     if query.no_multiples:
-        paths -= {Path.SYSTEM.value}
+        paths -= {RoutePath.SYSTEM.value}
     return paths
 
 

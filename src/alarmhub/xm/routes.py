@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from datetime import tzinfo
+from typing import Any
 
 import orjson
+from sqlalchemy.engine import Engine
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -17,13 +19,11 @@ from starlette.types import Message
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.errors import QueryRefused
 from alarmhub.listener_limits import read_limited
 from alarmhub.xm import errors
-from alarmhub.xm.auth import Refused
-from alarmhub.xm.methods import XmError, method_table
-
-if TYPE_CHECKING:
-    from alarmhub.app import Runtime
+from alarmhub.xm.auth import QueryAuth, Refused
+from alarmhub.xm.methods import method_table
 
 log = logging.getLogger("alarmhub.xm")
 JSON = "application/json"
@@ -79,12 +79,12 @@ async def read_form(request: Request, body: bytes) -> list[tuple[str, str]]:
     return [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    auth = runtime.query_auth
-    engine = runtime.engine
-    zone = runtime.settings.zone
-    limit = runtime.settings.rest_max_body_bytes
-    methods = method_table(runtime.settings.xmhist_max_records)
+def routes(
+    auth: QueryAuth, engine: Engine, zone: tzinfo, limit: int, max_records: int
+) -> list[Route]:
+    """The query route: requests checked by ``auth``, methods read from ``engine``, times in
+    ``zone``, bodies up to ``limit`` bytes, at most ``max_records`` history records an answer."""
+    methods = method_table(max_records)
 
     async def rest(request: Request) -> Response:
         """Limits first, then the headers; the body is read (bounded) only once they pass,
@@ -130,7 +130,7 @@ def routes(runtime: Runtime) -> list[Route]:
 
         try:
             return answer(await asyncio.to_thread(run))
-        except XmError as exc:
+        except QueryRefused as exc:
             return answer(exc.body, exc.status)
 
     return [Route(PATH, rest, methods=["POST"])]
