@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core.account import Account
-from alarmhub.store import operations, provisioning
+from alarmhub.store import operator_access, operators, provisioning
 from alarmhub.store import schema as s
 
 DRIVER = "demo"
@@ -39,7 +39,7 @@ def provision(engine: Engine, data_dir: Path) -> str:
         engine, TOKEN_NAME, drivers=[DRIVER], pairs=[f"{SOURCE}:{DRIVER}"]
     )
     password = secrets.token_urlsafe(9)
-    operations.add_operator(engine, OPERATOR, "DEMO Operator", "supervisor", password)
+    operators.add_operator(engine, OPERATOR, "DEMO Operator", "supervisor", password)
     path = data_dir / CREDENTIALS_FILE
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
@@ -84,9 +84,9 @@ def remove(engine: Engine, data_dir: Path) -> dict[str, bool]:
         provisioning.revoke_token(engine, TOKEN_NAME)
         done["token_revoked"] = True
     if operator is not None:
-        operations.set_password(engine, OPERATOR, secrets.token_urlsafe(32))
+        operator_access.set_password(engine, OPERATOR, secrets.token_urlsafe(32))
         if not operator.disabled:
-            operations.set_disabled(engine, OPERATOR, True, now_us())
+            operator_access.set_disabled(engine, OPERATOR, True, now_us())
             done["operator_disabled"] = True
     path = data_dir / CREDENTIALS_FILE
     if path.exists():

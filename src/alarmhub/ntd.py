@@ -12,9 +12,11 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
 
+from alarmhub.core import units
+
 ORDINAL_OFFSET = 2
 SECONDS_PER_DAY = 86400
-DAY_US = SECONDS_PER_DAY * 1_000_000
+DAY_US = units.US_PER_DAY
 NTD_PATTERN = re.compile(r"\d{1,7}(\.\d{1,5})?")
 
 
@@ -24,7 +26,7 @@ def ntd_of(moment: datetime) -> str:
     Integer arithmetic, rounding half up: exact where floating point would round ``.5`` cases
     either way.
     """
-    micros = (moment.hour * 3600 + moment.minute * 60 + moment.second) * 1_000_000
+    micros = units.seconds_us(moment.hour * 3600 + moment.minute * 60 + moment.second)
     micros += moment.microsecond
     fraction = (micros * 100_000 * 2 + DAY_US) // (2 * DAY_US)  # round(micros / DAY_US, 5)
     days = moment.toordinal() + ORDINAL_OFFSET + fraction // 100_000
@@ -33,7 +35,7 @@ def ntd_of(moment: datetime) -> str:
 
 def to_ntd(unix_us: float, zone: tzinfo) -> str:
     """The NTD of a UNIX time in microseconds, in the station's time zone ``zone``."""
-    return ntd_of(datetime.fromtimestamp(unix_us / 1_000_000, UTC).astimezone(zone))
+    return ntd_of(datetime.fromtimestamp(units.to_seconds(unix_us), UTC).astimezone(zone))
 
 
 def from_ntd(ntd: str, zone: tzinfo) -> int:
@@ -45,4 +47,4 @@ def from_ntd(ntd: str, zone: tzinfo) -> int:
     days = int(value)
     seconds = round((value - days) * SECONDS_PER_DAY)
     local = datetime.fromordinal(days - ORDINAL_OFFSET) + timedelta(seconds=seconds)
-    return int(local.replace(tzinfo=zone).timestamp() * 1_000_000)
+    return units.seconds_us(local.replace(tzinfo=zone).timestamp())

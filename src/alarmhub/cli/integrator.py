@@ -14,6 +14,7 @@ import click
 
 from alarmhub.cli.output import CommandError, F, json_option, secret_option
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.core.supervision import HEARTBEAT_INTERVAL_S
 from alarmhub.core.tokens import split_pair
 
@@ -126,7 +127,7 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
                 if sent:
                     time.sleep(interval)
                 sent += 1
-                stamp = time.strftime("%H:%M:%S", time.localtime(now_us() / 1_000_000))
+                stamp = time.strftime("%H:%M:%S", time.localtime(units.to_seconds(now_us())))
                 try:
                     answer = client.heartbeat(source, destination)
                 except httpx.HTTPError as exc:

@@ -55,10 +55,10 @@ def operator_add(
 ) -> None:
     """Add operator CODE (the OPR value, 1-3 letters or digits); the password is stored as an
     argon2 hash."""
-    from alarmhub.store import operations
+    from alarmhub.store import operators
 
     secret = password or secrets.token_urlsafe(12)
-    added = operations.add_operator(open_store(data_dir), code, name, role, secret)
+    added = operators.add_operator(open_store(data_dir), code, name, role, secret)
     emit(
         as_json,
         {**added, "password": secret},
@@ -74,10 +74,10 @@ def operator_add(
 @json_option
 def operator_list(data_dir: Path | None, as_json: bool) -> None:
     """List operators with their status (never their passwords)."""
-    from alarmhub.store import operations
+    from alarmhub.store import operators
 
     with open_store(data_dir).connect() as conn:
-        rows = operations.list_operators(conn)
+        rows = operators.list_operators(conn)
     for row in rows:
         row["disabled"] = bool(row["disabled"])
         row["receiving"] = bool(row["receiving"])
@@ -96,9 +96,9 @@ def operator_list(data_dir: Path | None, as_json: bool) -> None:
 
 
 def _operator_switch(code: str, disabled: bool, data_dir: Path | None, as_json: bool) -> None:
-    from alarmhub.store import operations
+    from alarmhub.store import operator_access
 
-    operations.set_disabled(open_store(data_dir), code, disabled, now_us())
+    operator_access.set_disabled(open_store(data_dir), code, disabled, now_us())
     word = "disabled" if disabled else "enabled"
     emit(
         as_json, {"code": code, "disabled": disabled}, lambda: click.echo(f"operator {code} {word}")
@@ -134,9 +134,9 @@ def operator_enable(code: str, data_dir: Path | None, as_json: bool) -> None:
 @provisioning_errors
 def operator_password(code: str, password: str, data_dir: Path | None, as_json: bool) -> None:
     """Set operator CODE's console password; their console sessions end (signed off)."""
-    from alarmhub.store import operations
+    from alarmhub.store import operator_access
 
-    operations.set_password(open_store(data_dir), code, password)
+    operator_access.set_password(open_store(data_dir), code, password)
     emit(as_json, {"code": code, "password_set": True},
          lambda: click.echo(f"password of operator {code} set"))  # fmt: skip
 
@@ -154,10 +154,10 @@ def resolution() -> None:
 @json_option
 def resolution_list(data_dir: Path | None, as_json: bool) -> None:
     """List the station's resolution codes."""
-    from alarmhub.store import operations
+    from alarmhub.store import resolutions
 
     with open_store(data_dir).connect() as conn:
-        codes = operations.resolution_codes(conn)
+        codes = resolutions.resolution_codes(conn)
     rows = [{"code": code, "text": text} for code, text in codes.items()]
     emit(as_json, rows, lambda: table(rows, [("code", "CODE"), ("text", "TEXT")], "none"))
 
@@ -170,9 +170,9 @@ def resolution_list(data_dir: Path | None, as_json: bool) -> None:
 @provisioning_errors
 def resolution_set(code: str, text: str, data_dir: Path | None, as_json: bool) -> None:
     """Add resolution CODE, or change its TEXT."""
-    from alarmhub.store import operations
+    from alarmhub.store import resolutions
 
-    operations.set_resolution(open_store(data_dir), code, text, now_us())
+    resolutions.set_resolution(open_store(data_dir), code, text, now_us())
     emit(as_json, {"code": code, "text": text}, lambda: click.echo(f"resolution {code} set"))
 
 
@@ -183,9 +183,9 @@ def resolution_set(code: str, text: str, data_dir: Path | None, as_json: bool) -
 @provisioning_errors
 def resolution_remove(code: str, data_dir: Path | None, as_json: bool) -> None:
     """Remove resolution CODE from the list operators choose from."""
-    from alarmhub.store import operations
+    from alarmhub.store import resolutions
 
-    operations.set_resolution(open_store(data_dir), code, None, now_us())
+    resolutions.set_resolution(open_store(data_dir), code, None, now_us())
     emit(as_json, {"code": code, "removed": True}, lambda: click.echo(f"resolution {code} removed"))
 
 
@@ -197,9 +197,9 @@ def resolution_remove(code: str, data_dir: Path | None, as_json: bool) -> None:
 def resolution_reset(code: str, data_dir: Path | None, as_json: bool) -> None:
     """Undo the station's change to CODE: the shipped text again (or gone, if the station
     added it)."""
-    from alarmhub.store import operations
+    from alarmhub.store import resolutions
 
-    operations.reset_resolution(open_store(data_dir), code)
+    resolutions.reset_resolution(open_store(data_dir), code)
     emit(as_json, {"code": code, "reset": True}, lambda: click.echo(f"resolution {code} reset"))
 
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from alarmhub.core import units
+
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
     from sqlalchemy.engine import Engine
@@ -177,4 +179,4 @@ def when(us: int | None) -> str | None:
     """A time in microseconds as local date and time, to the second."""
     if us is None:
         return None
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(us / 1_000_000))
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(units.to_seconds(us)))

@@ -9,6 +9,7 @@ import click
 
 from alarmhub.cli.output import data_dir_option, emit, json_option, open_store, table, when
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.core.operations import duration, handling_times
 
 
@@ -40,12 +41,12 @@ def pending(limit: int | None, data_dir: Path | None, as_json: bool) -> None:
 @json_option
 def in_process(data_dir: Path | None, as_json: bool) -> None:
     """Show the In Process queue (alarms operators are handling) and operators' status."""
-    from alarmhub.store import operations, queries
+    from alarmhub.store import queries
 
     now = now_us()
     with open_store(data_dir).connect() as conn:
         rows = queries.in_process_alarms(conn)
-        statuses = operations.operator_statuses(conn)
+        statuses = queries.operator_statuses(conn)
     for row in rows:
         row.update(handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now))
     columns = [("alarm_id", "INCIDENT"), ("priority", "PRI"), ("type", "TYPE"),
@@ -77,7 +78,7 @@ def history(
     now = now_us()
     with open_store(data_dir).connect() as conn:
         rows = queries.account_history(
-            conn, account_number, now - int(hours * 3600 * 1_000_000), now, limit
+            conn, account_number, now - units.hours_us(hours), now, limit
         )
     for row in rows:
         row["received"] = when(row["received_us"])

@@ -21,8 +21,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
-from alarmhub.store import operations as store_ops
-from alarmhub.store import queries
+from alarmhub.store import queries, statistics
 from alarmhub.store.provisioning import notify_channel
 
 log = logging.getLogger("alarmhub.console")
@@ -207,7 +206,7 @@ class LiveFeed:
                 total = queries.count_pending(conn)
             in_process = queries.alarms_in(conn, AlarmState.IN_PROCESS)
             on_hold = queries.alarms_in(conn, AlarmState.ON_HOLD)
-            statuses = store_ops.operator_statuses(conn)
+            statuses = queries.operator_statuses(conn)
         snapshot = {
             "revision": revision,
             "server_us": now_us(),
@@ -230,7 +229,7 @@ class LiveFeed:
 
             def read() -> list[int]:
                 with self._engine.connect() as conn:
-                    return store_ops.signals_per_minute(conn, now_us(), STATS_MINUTES)
+                    return statistics.signals_per_minute(conn, now_us(), STATS_MINUTES)
 
             counts = await asyncio.to_thread(read)
             self._stats = (time.monotonic(), counts)

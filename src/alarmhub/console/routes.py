@@ -1,10 +1,11 @@
 """HTTP routes of the operator console: the page and its sign-in, the JSON API of every action
 (``/console/api/...``), the live feed (``/console/events``) and the static files.
 
-The routes translate HTTP to calls of ``store.operations`` and back; the rules are the service
-layer's. Refusals answer the envelope ``{"status_code", "status": "error", "error_code",
-"message"}`` with the Refusal's code, message and status; input the API cannot read answers
-422 ``CONSOLE-INPUT`` and changes nothing.
+The routes translate HTTP to calls of the store's services (``store.handling``,
+``store.sessions``, ...) and back; the rules are the service layer's. Refusals answer the
+envelope ``{"status_code", "status": "error", "error_code", "message"}`` with the Refusal's
+code, message and status; input the API cannot read answers 422 ``CONSOLE-INPUT`` and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from alarmhub.core import errors
 from alarmhub.core.errors import BadInput, StoreUnavailable
 from alarmhub.core.operations import Operator, Refusal, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
-from alarmhub.store import operations as store_ops
+from alarmhub.store import handling, operations, operators, queries, resolutions, sessions
 
 log = logging.getLogger("alarmhub.console")
 T = TypeVar("T")
@@ -131,7 +132,7 @@ class Console:
         return await asyncio.to_thread(run)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
-        return await self.writer.run(partial(store_ops.on_queues, work))
+        return await self.writer.run(partial(operations.on_queues, work))
 
     async def session(self, request: Request) -> Session | None:
         """The request's live session, or None. A cookie found to be no session is remembered
@@ -139,7 +140,7 @@ class Console:
         token = security.session_cookie(request)
         if token is None or token in self.unknown:
             return None
-        operator = await self.read(lambda c: store_ops.session_operator(c, token, now_us()))
+        operator = await self.read(lambda c: sessions.session_operator(c, token, now_us()))
         if operator is None:
             self.unknown.add(token)
             return None
@@ -235,7 +236,7 @@ class Console:
             return _refused(form_token, THROTTLED.format(seconds=math.ceil(wait)), 429, wait)
         try:
             async with self.checks.turn(client_key(address)):
-                check = await self.read(lambda c: store_ops.check_password(c, code, password))
+                check = await self.read(lambda c: sessions.check_password(c, code, password))
             if check.matched:
                 operator, token = await self.write(partial(_sign_in, check))
         except security.Busy as busy:
@@ -244,14 +245,14 @@ class Console:
                 return _refused(form_token, BUSY_ADDRESS, 429, 1.0)
             return _refused(form_token, BUSY_NODE, 503, 1.0)
         except Refusal as refusal:  # the operator changed between the check and the session
-            check = store_ops.PasswordCheck(code, False, refusal.code)
+            check = sessions.PasswordCheck(code, False, refusal.code)
         except (StoreUnavailable, SQLAlchemyError) as exc:
             log.warning("console sign-in failed", extra={"error": repr(exc)})
             message = "The database is busy or unreachable. Try again."
             return self._login_page(request, message, code, 503)
         if not check.matched:
             log.info("console sign-in refused", extra={**who, "reason": check.reason})
-            refused = store_ops.SIGN_IN_REFUSED
+            refused = sessions.SIGN_IN_REFUSED
             return _refused(form_token, refused.message, refused.status)
         self.throttle.succeeded(address, code)
         log.info("console sign-in", extra={"operator": operator.code, "address": address})
@@ -270,8 +271,8 @@ class Console:
             return bad_csrf()
 
         def sign_out(conn: Connection) -> int:
-            store_ops.end_session(conn, session.token)
-            return store_ops.sign_off(conn, session.code, now_us())
+            sessions.end_session(conn, session.token)
+            return handling.sign_off(conn, session.code, now_us())
 
         returned = await self.write(sign_out)
         log.info("console sign-out", extra={**_who(session), "returned_to_pending": returned})
@@ -299,15 +300,15 @@ class Console:
 
     async def alarm(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        found = await self.read(lambda c: store_ops.alarm_detail(c, alarm_id))
+        found = await self.read(lambda c: queries.alarm_detail(c, alarm_id))
         return views.detail(found, now_us())
 
     async def resolutions(self, request: Request, session: Session) -> dict[str, Any]:
-        codes = await self.read(store_ops.resolution_codes)
+        codes = await self.read(resolutions.resolution_codes)
         return {"resolutions": [{"code": k, "text": v} for k, v in codes.items()]}
 
     async def operators(self, request: Request, session: Session) -> dict[str, Any]:
-        return {"operators": views.operators(await self.read(store_ops.list_operators))}
+        return {"operators": views.operators(await self.read(operators.list_operators))}
 
     async def stats(self, request: Request, session: Session) -> dict[str, Any]:
         counts = await self.feed.signals_per_minute()
@@ -315,31 +316,31 @@ class Console:
 
     async def take_next(self, request: Request, session: Session) -> dict[str, Any]:
         await _body(request, {})
-        row = await self.write(lambda c: store_ops.take_next(c, session.code, now_us()))
+        row = await self.write(lambda c: handling.take_next(c, session.code, now_us()))
         return {"alarm": views.alarm(row, now_us()) if row else None}
 
     async def take(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
         await _body(request, {})
-        row = await self.write(lambda c: store_ops.take(c, session.code, alarm_id, now_us()))
+        row = await self.write(lambda c: handling.take(c, session.code, alarm_id, now_us()))
         return {"alarm": views.alarm(row, now_us())}
 
     async def take_over(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
         await _body(request, {})
-        row = await self.write(lambda c: store_ops.take_over(c, session.code, alarm_id, now_us()))
+        row = await self.write(lambda c: handling.take_over(c, session.code, alarm_id, now_us()))
         return {"alarm": views.alarm(row, now_us())}
 
     async def call(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
         text = inputs.required(await _body(request, {"text": str}), "text")
-        await self.write(lambda c: store_ops.log_call(c, session.code, alarm_id, text, now_us()))
+        await self.write(lambda c: handling.log_call(c, session.code, alarm_id, text, now_us()))
         return {}
 
     async def note(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
         text = inputs.required(await _body(request, {"text": str}), "text")
-        await self.write(lambda c: store_ops.add_note(c, session.code, alarm_id, text, now_us()))
+        await self.write(lambda c: handling.add_note(c, session.code, alarm_id, text, now_us()))
         return {}
 
     async def hold(self, request: Request, session: Session) -> dict[str, Any]:
@@ -348,7 +349,7 @@ class Console:
         minutes = inputs.required(fields, "minutes")
         reason = inputs.required(fields, "reason")
         until = await self.write(
-            lambda c: store_ops.hold(c, session.code, alarm_id, minutes, reason, now_us())
+            lambda c: handling.hold(c, session.code, alarm_id, minutes, reason, now_us())
         )
         return {"hold_until_us": until}
 
@@ -358,7 +359,7 @@ class Console:
         resolution = inputs.required(fields, "resolution")
         note = fields.get("note", "")
         await self.write(
-            lambda c: store_ops.resolve(c, session.code, alarm_id, resolution, note, now_us())
+            lambda c: handling.resolve(c, session.code, alarm_id, resolution, note, now_us())
         )
         return {}
 
@@ -368,10 +369,10 @@ class Console:
 
         def change(conn: Connection) -> Operator:
             if session.operator.signed_on:
-                store_ops.set_receiving(conn, session.code, wanted, now_us())
+                handling.set_receiving(conn, session.code, wanted, now_us())
             else:
-                store_ops.sign_on(conn, session.code, now_us(), receiving=wanted)
-            return store_ops.load_operator(conn, session.code)
+                handling.sign_on(conn, session.code, now_us(), receiving=wanted)
+            return operators.load_operator(conn, session.code)
 
         return {"operator": views.operator(await self.write(change))}
 
@@ -414,11 +415,11 @@ class Console:
         ]
 
 
-def _sign_in(check: store_ops.PasswordCheck, conn: Connection) -> tuple[Operator, str]:
+def _sign_in(check: sessions.PasswordCheck, conn: Connection) -> tuple[Operator, str]:
     """A session for a matched password, and the operator signed on, receiving."""
     now = now_us()
-    operator, token = store_ops.sign_in(conn, check, now)
-    store_ops.sign_on(conn, operator.code, now, receiving=True)
+    operator, token = sessions.sign_in(conn, check, now)
+    handling.sign_on(conn, operator.code, now, receiving=True)
     return operator, token
 
 

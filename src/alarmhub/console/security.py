@@ -1,7 +1,7 @@
 """The console's session cookie, CSRF tokens, security headers, the fair queue of password
 checks and the cache of unknown session cookies.
 
-The session token (from ``store.operations.sign_in``) travels only in an HttpOnly, SameSite=Strict
+The session token (from ``store.sessions.sign_in``) travels only in an HttpOnly, SameSite=Strict
 cookie. Every state-changing request also carries ``X-CSRF-Token``: an HMAC of the session token,
 rendered into the page, which another site can neither read nor compute. The sign-in form, made
 before any session exists, is protected by a double-submit cookie.
@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from alarmhub.core.tokens import token_hash
-from alarmhub.store.operations import SESSION_HOURS
+from alarmhub.store.sessions import SESSION_HOURS
 
 SESSION_COOKIE = "alarmhub_session"
 LOGIN_COOKIE = "alarmhub_login"

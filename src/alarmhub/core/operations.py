@@ -1,6 +1,6 @@
 """The alarm life cycle: operators, their receiving status, and the rules of every action on an
 alarm (take, log a call, note, hold, take over, resolve). Pure rules, no I/O; the store's
-service layer (``store.operations``) applies them inside one transaction.
+service layer (``store.handling`` and its neighbours) applies them inside one transaction.
 
 States: ``pending`` -> ``in_process`` (an operator took it, or was handed it) -> ``resolved``;
 ``in_process`` -> ``on_hold`` (reason and minutes) -> ``pending`` when the time is up, marked
@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+from alarmhub.core import units
 
 NOTE_MAX = 2000
 HOLD_MINUTES_MAX = 24 * 60
@@ -237,7 +239,7 @@ def check_resolution(code: str, codes: dict[str, str]) -> str:
 
 
 def hold_until(now_us: int, minutes: int) -> int:
-    return now_us + minutes * 60 * 1_000_000
+    return now_us + units.minutes_us(minutes)
 
 
 def audit_text(action: Action, operator: str, detail: str = "") -> str:
@@ -264,7 +266,7 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
 
 def duration(microseconds: int) -> str:
     """``HH:MM:SS``, or ``DD HH:MM:SS`` from one day on (PEND_TIME and the OPR_ times)."""
-    seconds = max(0, microseconds // 1_000_000)
+    seconds = max(0, microseconds // units.US_PER_SECOND)
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)

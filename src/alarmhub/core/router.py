@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
+from alarmhub.core import dc09
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -32,7 +33,9 @@ from alarmhub.core.signal import Signal
 TEST_REPORT = "602"
 HIST_TEXT_MAX = 80
 SECOND_ZONE_IS = {"zone": "Z", "user": "U", "none": "N"}
-JOINING_DESTINATIONS = frozenset({"dc09"})  # a receiver line's unknown accounts: one alarm
+JOINING_DESTINATIONS = frozenset(
+    {dc09.DESTINATION}
+)  # a receiver line's unknown accounts: one alarm
 
 
 class RoutePath(StrEnum):

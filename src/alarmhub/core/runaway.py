@@ -10,6 +10,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 
+from alarmhub.core import units
+
 DEFAULT_LIMIT = 10
 DEFAULT_MINUTES = 2
 
@@ -35,7 +37,7 @@ class RunawayMonitor:
             raise ValueError("runaway limit and minutes must be positive")
         self.limit = limit
         self.minutes = minutes
-        self._window_us = minutes * 60 * 1_000_000
+        self._window_us = units.minutes_us(minutes)
         self._accounts: dict[str, _Account] = {}
 
     @property

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from alarmhub.core import units
+
 HEARTBEAT_INTERVAL_S = 20
 DEFAULT_TIMEOUT_S = 60
 
@@ -21,12 +23,12 @@ class PairState:
 
     def overdue(self, now_us: int) -> bool:
         """True when no heartbeat came within the pair's timeout."""
-        return now_us - self.last_seen_us > self.timeout_s * 1_000_000
+        return now_us - self.last_seen_us > units.seconds_us(self.timeout_s)
 
 
 def test_overdue(last_test_us: int, interval_s: int, grace_s: int, now_us: int) -> bool:
     """True when an account's periodic test report is later than its interval plus grace."""
-    return now_us - last_test_us > (interval_s + grace_s) * 1_000_000
+    return now_us - last_test_us > units.seconds_us(interval_s + grace_s)
 
 
 def dc09_interval_s(own_s: int | None, default_s: int) -> int:

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.store import dc09
 from alarmhub.store.following import FollowsProvisioning
 from alarmhub.store.leadership import Leadership
@@ -203,7 +204,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         supervision was turned off is no longer failed."""
         for account, link in self.links.items():
             interval = self.interval_s(account)
-            overdue = interval > 0 and now - link.last_message_us > interval * 1_000_000
+            overdue = interval > 0 and now - link.last_message_us > units.seconds_us(interval)
             if overdue != link.failed and (overdue or interval == 0):
                 link.failed = overdue
                 self._touched(account)

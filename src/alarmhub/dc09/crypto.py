@@ -11,20 +11,12 @@ import string
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-KEY_SIZES = (16, 24, 32)
+from alarmhub.core.dc09 import KEY_SIZES
+
 BLOCK = 16
 _IV = bytes(BLOCK)
 _PAD_CHARACTERS = (string.ascii_letters + string.digits).encode("ascii")
 _HEX_DIGITS = frozenset(b"0123456789ABCDEFabcdef")
-
-
-def key_problem(key_hex: str) -> str | None:
-    """Why ``key_hex`` cannot be an AES key, or None when it can."""
-    if not key_hex or any(c not in "0123456789abcdefABCDEF" for c in key_hex):
-        return "the key must be hexadecimal"
-    if len(key_hex) // 2 not in KEY_SIZES or len(key_hex) % 2:
-        return "the key must be 32, 48 or 64 hex digits (AES-128, AES-192, AES-256)"
-    return None
 
 
 def decrypt(key: bytes, hex_text: bytes) -> bytes | None:

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from alarmhub.core.dc09 import DESTINATION, TOKEN_NAME
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09 import answer, events, message
 from alarmhub.dc09.frame import RawFrame
 from alarmhub.dc09.message import Content, Message
 
-DESTINATION = "dc09"
-TOKEN_NAME = "(dc09)"  # noqa: S105 (a name, not a secret) no token can have this name: retry keys never meet Idempotency-Keys
 UNMAPPED_DNIS = "0"  # all zeros is never a registered dnis: the router raises UNKNOWN ACCOUNT
 PANEL_MAX = 10
 TOO_OLD = timedelta(seconds=40)

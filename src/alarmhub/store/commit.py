@@ -13,8 +13,12 @@ from typing import Any
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
+from alarmhub.core import idempotency
+from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
-from alarmhub.store import schema as s
+from alarmhub.store import schema
+
+IDEMPOTENCY = schema.idempotency.c
 
 KEY_COLUMNS = ("token_name", "idempotency_key", "incident_number", "created_us", "digest")
 SIGNAL_COLUMNS = (
@@ -128,8 +132,8 @@ class SignalInsert(RowInsert):
     """The signal INSERT: each batch numbered from a first incident number."""
 
     def __init__(self, engine: Engine) -> None:
-        super().__init__(engine, s.signal, SIGNAL_COLUMNS)
-        self.keys = RowInsert(engine, s.idempotency, KEY_COLUMNS)  # the remembered keys
+        super().__init__(engine, schema.signal, SIGNAL_COLUMNS)
+        self.keys = RowInsert(engine, schema.idempotency, KEY_COLUMNS)  # the remembered keys
 
     def rows(self, first_number: int, batch: Sequence[Signal]) -> list[tuple[Any, ...]]:
         return [
@@ -155,12 +159,12 @@ class SignalInsert(RowInsert):
 
 INCIDENT = "incident"
 _ADVANCE = (
-    update(s.sequence)
-    .where(s.sequence.c.name == INCIDENT)
-    .values(value=s.sequence.c.value + bindparam("count"))
-    .returning(s.sequence.c.value)
+    update(schema.sequence)
+    .where(schema.sequence.c.name == INCIDENT)
+    .values(value=schema.sequence.c.value + bindparam("count"))
+    .returning(schema.sequence.c.value)
 )
-_LAST_INCIDENT = select(s.sequence.c.value).where(s.sequence.c.name == INCIDENT)
+_LAST_INCIDENT = select(schema.sequence.c.value).where(schema.sequence.c.name == INCIDENT)
 _LOCK_INCIDENTS = _LAST_INCIDENT.with_for_update()
 
 
@@ -190,39 +194,39 @@ def store_plain(conn: Connection, statement: SignalInsert, batch: Sequence[Signa
 
 
 KEY_CHUNK = 500
-_key = s.idempotency.c
 _REMEMBERED = select(
-    _key.idempotency_key, _key.incident_number, _key.created_us, _key.digest
+    IDEMPOTENCY.idempotency_key,
+    IDEMPOTENCY.incident_number,
+    IDEMPOTENCY.created_us,
+    IDEMPOTENCY.digest,
 ).where(
-    _key.token_name == bindparam("token_name"),
-    _key.idempotency_key.in_(bindparam("keys", expanding=True)),
+    IDEMPOTENCY.token_name == bindparam("token_name"),
+    IDEMPOTENCY.idempotency_key.in_(bindparam("keys", expanding=True)),
 )
 
 
-def _remembered(
-    conn: Connection, keys: Iterable[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[int, int, str | None]]:
-    """The incident number, time and signal digest of each key already remembered, looked up
-    in bulk."""
+def _remembered(conn: Connection, keys: Iterable[Key]) -> dict[Key, Remembered]:
+    """What the store remembers of each key, looked up in bulk."""
     by_token: dict[str, list[str]] = {}
     for token_name, key in keys:
         by_token.setdefault(token_name, []).append(key)
-    found: dict[tuple[str, str], tuple[int, int, str | None]] = {}
+    found: dict[Key, Remembered] = {}
     for token_name, names in by_token.items():
         for start in range(0, len(names), KEY_CHUNK):
             rows = conn.execute(
                 _REMEMBERED, {"token_name": token_name, "keys": names[start : start + KEY_CHUNK]}
             )
             for key, number, created, said in rows:
-                found[(token_name, key)] = (number, created, said)
+                found[(token_name, key)] = Remembered(number, created, said)
     return found
 
 
-def _forget(conn: Connection, keys: Sequence[tuple[str, str]]) -> None:
-    t = s.idempotency.c
+def _forget(conn: Connection, keys: Sequence[Key]) -> None:
     for token_name, key in keys:
         conn.execute(
-            delete(s.idempotency).where(t.token_name == token_name, t.idempotency_key == key)
+            delete(schema.idempotency).where(
+                IDEMPOTENCY.token_name == token_name, IDEMPOTENCY.idempotency_key == key
+            )
         )
 
 
@@ -233,62 +237,44 @@ def commit_signals(
     idempotency_window_us: int,
     windows_us: Mapping[str, int] | None = None,
 ) -> list[Stored]:
-    """Store a batch in the caller's transaction. A retry with a known Idempotency-Key (same
-    token, within the window) that says the same as the first signal (the same
-    :func:`~alarmhub.core.signal.digest`) is not stored again: it gets its first commit's
-    incident number. A different signal under a known key is not stored either: it gets
-    :data:`CONFLICT`. ``windows_us`` gives the token names whose keys have a window of their
-    own (the DC-09 receiver's retry window)."""
-    windows = windows_us or {}
+    """Store a batch in the caller's transaction, its Idempotency-Keys decided by
+    :func:`alarmhub.core.idempotency.plan`: a retry gets its first commit's incident number
+    (``duplicate``), a different signal under a known key :data:`CONFLICT`, and neither is
+    stored again. ``windows_us`` gives the token names whose keys have a window of their own
+    (the DC-09 receiver's retry window)."""
     lock_incidents(conn)  # another node's commit cannot remember the same key meanwhile
-    outcome: list[Stored | None] = [None] * len(batch)
-    fresh: list[int] = []
-    keyed: dict[tuple[str, str], list[int]] = {}
-    for i, sig in enumerate(batch):
-        if sig.idempotency_key is None:
-            fresh.append(i)
-        else:
-            keyed.setdefault((sig.token_name, sig.idempotency_key), []).append(i)
-    remembered = _remembered(conn, keyed)
-    said = {i: digest(batch[i]) for indices in keyed.values() for i in indices}
-    first_of_key: dict[tuple[str, str], int] = {}
-    stale: list[tuple[str, str]] = []
-    repeats: list[tuple[int, int]] = []
-    for key, indices in keyed.items():
-        first_index = indices[0]
-        row = remembered.get(key)
-        window = windows.get(key[0], idempotency_window_us)
-        if row is not None and batch[first_index].received_us - row[1] <= window:
-            for i in indices:  # keys remembered before digests were kept have none: a retry
-                same = row[2] is None or row[2] == said[i]
-                outcome[i] = Stored(row[0], duplicate=True) if same else CONFLICT
-            continue
-        if row is not None:
-            stale.append(key)
-        first_of_key[key] = first_index
-        fresh.append(first_index)
-        repeats += [(i, first_index) for i in indices[1:]]
-    _forget(conn, stale)
-    if fresh:
-        fresh.sort()
-        first = allocate_incidents(conn, len(fresh))
-        fresh_position = {i: offset for offset, i in enumerate(fresh)}
-        for i, offset in fresh_position.items():
-            outcome[i] = Stored(first + offset)
-        statement.store(conn, first, [batch[i] for i in fresh])
+    keys: list[Key | None] = [
+        None if sig.idempotency_key is None else (sig.token_name, sig.idempotency_key)
+        for sig in batch
+    ]
+    digests = {i: digest(batch[i]) for i, key in enumerate(keys) if key is not None}
+    decided = idempotency.plan(
+        keys,
+        [sig.received_us for sig in batch],
+        digests,
+        _remembered(conn, {key for key in keys if key is not None}),
+        idempotency_window_us,
+        windows_us or {},
+    )
+    _forget(conn, decided.forget)
+    outcome: dict[int, Stored] = {i: CONFLICT for i in decided.conflicts}
+    outcome.update((i, Stored(number, duplicate=True)) for i, number in decided.retries.items())
+    if decided.fresh:
+        first = allocate_incidents(conn, len(decided.fresh))
+        number = {i: first + offset for offset, i in enumerate(decided.fresh)}
+        outcome.update((i, Stored(n)) for i, n in number.items())
+        statement.store(conn, first, [batch[i] for i in decided.fresh])
         statement.keys.execute(
             conn,
             [
-                (key[0], key[1], first + fresh_position[i], batch[i].received_us, said[i])
-                for key, i in first_of_key.items()
+                (key[0], key[1], number[i], batch[i].received_us, digests[i])
+                for key, i in decided.remember.items()
             ],
         )
-    for i, first_index in repeats:
-        earlier = outcome[first_index]
-        assert earlier is not None
-        same = said[i] == said[first_index]
-        outcome[i] = Stored(earlier.incident_number, duplicate=True) if same else CONFLICT
-    return [o for o in outcome if o is not None]
+        outcome.update(
+            (i, Stored(number[earlier], duplicate=True)) for i, earlier in decided.repeats.items()
+        )
+    return [outcome[i] for i in range(len(batch))]
 
 
 def forget_keys(
@@ -297,13 +283,14 @@ def forget_keys(
     """Forget the keys whose window has passed: ``windows_us`` of the token names that have one
     of their own (DC-09 retries), ``window_us`` for every token's; how many. Each token's old
     keys are found by (token, time), without reading its other keys."""
-    t = s.idempotency.c
-    names = set(conn.execute(select(s.token.c.name)).scalars()) | set(windows_us)
+    names = set(conn.execute(select(schema.token.c.name)).scalars()) | set(windows_us)
     forgotten = 0
     for name in sorted(names):
         before_us = now_us - windows_us.get(name, window_us)
         result = conn.execute(
-            delete(s.idempotency).where(t.token_name == name, t.created_us < before_us)
+            delete(schema.idempotency).where(
+                IDEMPOTENCY.token_name == name, IDEMPOTENCY.created_us < before_us
+            )
         )
         forgotten += int(result.rowcount or 0)
     return forgotten

@@ -16,12 +16,16 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
 from alarmhub.clock import now_us
+from alarmhub.core.dc09 import key_problem
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.signal import valid_dnis
-from alarmhub.dc09 import crypto
-from alarmhub.store import schema as s
+from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import ProvisioningError, bump_revision
+
+ACCOUNT = schema.account.c
+DC09_ACCOUNT = schema.dc09_account.c
+DC09_LINE = schema.dc09_line.c
 
 log = logging.getLogger("alarmhub.dc09")
 _NUMBER = re.compile(r"[0-9A-Fa-f]{1,6}")
@@ -51,13 +55,14 @@ def add_line(engine: Engine, receiver: str, line: str, dnis: str) -> dict[str, A
         raise ProvisioningError(
             f"invalid dnis {dnis!r}: must be 1-5 letters or digits, not all zeros"
         )
-    t = s.dc09_line.c
     with write_transaction(engine) as conn:
-        where = (t.receiver == receiver) & (t.line == line)
-        if conn.execute(select(t.dnis).where(where)).first():
+        where = (DC09_LINE.receiver == receiver) & (DC09_LINE.line == line)
+        if conn.execute(select(DC09_LINE.dnis).where(where)).first():
             raise ProvisioningError(f"receiver {receiver} line {line} is already mapped")
         conn.execute(
-            insert(s.dc09_line).values(receiver=receiver, line=line, dnis=dnis, created_us=now_us())
+            insert(schema.dc09_line).values(
+                receiver=receiver, line=line, dnis=dnis, created_us=now_us()
+            )
         )
         bump_revision(conn)
     return {"receiver": receiver, "line": line, "dnis": dnis}
@@ -65,10 +70,11 @@ def add_line(engine: Engine, receiver: str, line: str, dnis: str) -> dict[str, A
 
 def remove_line(engine: Engine, receiver: str, line: str) -> None:
     receiver, line = line_number(receiver, "receiver"), line_number(line, "line")
-    t = s.dc09_line.c
     with write_transaction(engine) as conn:
         removed = conn.execute(
-            delete(s.dc09_line).where((t.receiver == receiver) & (t.line == line))
+            delete(schema.dc09_line).where(
+                (DC09_LINE.receiver == receiver) & (DC09_LINE.line == line)
+            )
         ).rowcount
         if not removed:
             raise ProvisioningError(f"receiver {receiver} line {line} is not mapped")
@@ -76,25 +82,28 @@ def remove_line(engine: Engine, receiver: str, line: str) -> None:
 
 
 def list_lines(engine: Engine) -> list[dict[str, Any]]:
-    t = s.dc09_line.c
     with engine.connect() as conn:
         rows = conn.execute(
-            select(t.receiver, t.line, t.dnis).order_by(t.receiver, t.line)
+            select(DC09_LINE.receiver, DC09_LINE.line, DC09_LINE.dnis).order_by(
+                DC09_LINE.receiver, DC09_LINE.line
+            )
         ).mappings()
         return [dict(r) for r in rows]
 
 
 def lines(conn: Connection) -> dict[tuple[str, str], str]:
     """Every mapped line's dnis, by (receiver, line)."""
-    t = s.dc09_line.c
-    return {(r, ln): d for r, ln, d in conn.execute(select(t.receiver, t.line, t.dnis))}
+    return {
+        (r, ln): d
+        for r, ln, d in conn.execute(select(DC09_LINE.receiver, DC09_LINE.line, DC09_LINE.dnis))
+    }
 
 
 # accounts ------------------------------------------------------------------------------------
 
 
 def _set(conn: Connection, account: str, **values: Any) -> None:
-    t = s.dc09_account
+    t = schema.dc09_account
     if not conn.execute(update(t).where(t.c.account == account).values(**values)).rowcount:
         conn.execute(insert(t).values(account=account, created_us=now_us(), **values))
 
@@ -103,7 +112,7 @@ def set_key(engine: Engine, station_key: Fernet, account: str, key_hex: str | No
     """Give ``account`` an AES key (hex), or take it away (None)."""
     account = account_number(account)
     if key_hex is not None:
-        problem = crypto.key_problem(key_hex)
+        problem = key_problem(key_hex)
         if problem:
             raise ProvisioningError(f"invalid key: {problem}")
     stored = secret_key.encrypt(station_key, key_hex.upper()) if key_hex is not None else None
@@ -111,8 +120,9 @@ def set_key(engine: Engine, station_key: Fernet, account: str, key_hex: str | No
         if (
             key_hex is None
             and not conn.execute(
-                select(s.dc09_account.c.account).where(
-                    s.dc09_account.c.account == account, s.dc09_account.c.key_encrypted.is_not(None)
+                select(schema.dc09_account.c.account).where(
+                    schema.dc09_account.c.account == account,
+                    schema.dc09_account.c.key_encrypted.is_not(None),
                 )
             ).first()
         ):
@@ -146,10 +156,9 @@ def setups(conn: Connection, station_key: Fernet) -> dict[str, AccountSetup]:
     """Every account's key (decrypted) and supervision interval. A key that cannot be decrypted
     (not the station's secret key) is unusable: the account's messages are refused, encrypted
     or not, and the others' go on."""
-    t = s.dc09_account.c
     result = {}
     for account, stored, interval in conn.execute(
-        select(t.account, t.key_encrypted, t.supervision_s)
+        select(DC09_ACCOUNT.account, DC09_ACCOUNT.key_encrypted, DC09_ACCOUNT.supervision_s)
     ):
         key = None
         if stored:
@@ -171,7 +180,7 @@ def provisioned(conn: Connection, senders: Iterable[Sender]) -> set[Sender]:
     an account that exists in account data (the other way to be provisioned, a key or an
     interval set for the DC-09 account, the node knows from :func:`setups`)."""
     line_dnis = lines(conn)
-    masks = dict(conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask)).all())
+    masks = dict(conn.execute(select(schema.dnis.c.dnis, schema.dnis.c.line_mask)).all())
     numbers: dict[Sender, str] = {}
     for sender in senders:
         account, receiver, line = sender
@@ -181,29 +190,29 @@ def provisioned(conn: Connection, senders: Iterable[Sender]) -> set[Sender]:
             numbers[sender] = number
     wanted = sorted(set(numbers.values()))
     existing: set[str] = set()
-    a = s.account.c
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start : start + _CHUNK]
         existing.update(
-            conn.execute(select(a.account_number).where(a.account_number.in_(chunk))).scalars()
+            conn.execute(
+                select(ACCOUNT.account_number).where(ACCOUNT.account_number.in_(chunk))
+            ).scalars()
         )
     return {sender for sender, number in numbers.items() if number in existing}
 
 
 def list_accounts(engine: Engine) -> list[dict[str, Any]]:
-    t = s.dc09_account.c
     with engine.connect() as conn:
         rows = conn.execute(
             select(
-                t.account,
-                t.key_encrypted.is_not(None).label("keyed"),
-                t.supervision_s,
-                t.last_message_us,
-                t.receiver,
-                t.line,
-                t.failed_us,
-                t.alarm_id,
-            ).order_by(t.account)
+                DC09_ACCOUNT.account,
+                DC09_ACCOUNT.key_encrypted.is_not(None).label("keyed"),
+                DC09_ACCOUNT.supervision_s,
+                DC09_ACCOUNT.last_message_us,
+                DC09_ACCOUNT.receiver,
+                DC09_ACCOUNT.line,
+                DC09_ACCOUNT.failed_us,
+                DC09_ACCOUNT.alarm_id,
+            ).order_by(DC09_ACCOUNT.account)
         ).mappings()
         return [dict(r) for r in rows]
 
@@ -222,7 +231,7 @@ class Reported:
 def persist(conn: Connection, rows: Sequence[Reported]) -> None:
     """Write the accounts' last messages and failures (keeping the first failure time while an
     account stays down)."""
-    t = s.dc09_account
+    t = schema.dc09_account
     now = now_us()
     for row in rows:
         values: dict[str, Any] = {"receiver": row.receiver, "line": row.line, "failed_us": None}
@@ -245,11 +254,14 @@ def persist(conn: Connection, rows: Sequence[Reported]) -> None:
 
 def reported(conn: Connection) -> list[Reported]:
     """Every account that has reported, as last written."""
-    t = s.dc09_account.c
     rows = conn.execute(
-        select(t.account, t.last_message_us, t.receiver, t.line, t.failed_us).where(
-            t.last_message_us.is_not(None)
-        )
+        select(
+            DC09_ACCOUNT.account,
+            DC09_ACCOUNT.last_message_us,
+            DC09_ACCOUNT.receiver,
+            DC09_ACCOUNT.line,
+            DC09_ACCOUNT.failed_us,
+        ).where(DC09_ACCOUNT.last_message_us.is_not(None))
     )
     return [
         Reported(account, last, receiver or "0", line or "0", failed is not None)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
@@ -19,8 +19,11 @@ from alarmhub.core.account import Account, account_problem
 from alarmhub.core.alarm_types import DEFAULTS, AlarmType, alarm_type_problem, with_changes
 from alarmhub.core.line_mask import mask_problem
 from alarmhub.core.signal import valid_dnis
-from alarmhub.store import schema as s
+from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
+
+ACCOUNT = schema.account.c
+API_USER = schema.api_user.c
 
 PROVISIONING = "provisioning"
 
@@ -30,11 +33,13 @@ class ProvisioningError(ValueError):
 
 
 _BUMP = (
-    update(s.revision)
-    .where(s.revision.c.name == bindparam("revision_name"))
-    .values(value=s.revision.c.value + 1)
+    update(schema.revision)
+    .where(schema.revision.c.name == bindparam("revision_name"))
+    .values(value=schema.revision.c.value + 1)
 )
-_REVISION = select(s.revision.c.value).where(s.revision.c.name == bindparam("revision_name"))
+_REVISION = select(schema.revision.c.value).where(
+    schema.revision.c.name == bindparam("revision_name")
+)
 
 
 def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
@@ -42,7 +47,7 @@ def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
     watch the revision row; on PostgreSQL the change is also announced to listeners on
     ``notify_channel(name)`` when the transaction commits."""
     if not conn.execute(_BUMP, {"revision_name": name}).rowcount:
-        conn.execute(insert(s.revision).values(name=name, value=1))
+        conn.execute(insert(schema.revision).values(name=name, value=1))
     if conn.dialect.name == "postgresql":  # several notifications of one transaction are one
         conn.exec_driver_sql(f"NOTIFY {notify_channel(name)}")
 
@@ -66,22 +71,22 @@ def add_driver(engine: Engine, name: str) -> dict[str, Any]:
             f"invalid driver name {name!r}: use 1-64 letters, digits, '_', '.', '-'"
         )
     with write_transaction(engine) as conn:
-        if conn.execute(select(s.driver.c.name).where(s.driver.c.name == name)).first():
+        if conn.execute(select(schema.driver.c.name).where(schema.driver.c.name == name)).first():
             raise ProvisioningError(f"driver {name!r} already exists")
         created = now_us()
-        conn.execute(insert(s.driver).values(name=name, created_us=created))
+        conn.execute(insert(schema.driver).values(name=name, created_us=created))
         bump_revision(conn)
     return {"name": name, "created_us": created}
 
 
 def list_drivers(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        rows = conn.execute(select(s.driver).order_by(s.driver.c.name)).mappings()
+        rows = conn.execute(select(schema.driver).order_by(schema.driver.c.name)).mappings()
         return [dict(r) for r in rows]
 
 
 def driver_names(conn: Connection) -> frozenset[str]:
-    return frozenset(conn.execute(select(s.driver.c.name)).scalars())
+    return frozenset(conn.execute(select(schema.driver.c.name)).scalars())
 
 
 # tokens --------------------------------------------------------------------------------------
@@ -105,25 +110,25 @@ def create_token(
     parsed_pairs = sorted({_parse_pair(p) for p in pairs})
     secret = tokens.new_token()
     with write_transaction(engine) as conn:
-        if conn.execute(select(s.token.c.name).where(s.token.c.name == name)).first():
+        if conn.execute(select(schema.token.c.name).where(schema.token.c.name == name)).first():
             raise ProvisioningError(f"token {name!r} already exists")
         known = driver_names(conn)
         for driver in drivers:
             if driver not in known:
                 raise ProvisioningError(f"unknown driver {driver!r} (add it with 'driver add')")
         conn.execute(
-            insert(s.token).values(
+            insert(schema.token).values(
                 name=name, token_hash=tokens.token_hash(secret), created_us=now_us()
             )
         )
         if drivers:
             conn.execute(
-                insert(s.token_driver),
+                insert(schema.token_driver),
                 [{"token_name": name, "driver_name": d} for d in sorted(set(drivers))],
             )
         if parsed_pairs:
             conn.execute(
-                insert(s.token_heartbeat),
+                insert(schema.token_heartbeat),
                 [{"token_name": name, "source": a, "destination": b} for a, b in parsed_pairs],
             )
         bump_revision(conn)
@@ -133,7 +138,7 @@ def create_token(
 def list_tokens(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
         grants = _grants(conn, include_revoked=True)
-        rows = conn.execute(select(s.token).order_by(s.token.c.name)).mappings().all()
+        rows = conn.execute(select(schema.token).order_by(schema.token.c.name)).mappings().all()
     result = []
     for row in rows:
         grant = grants[row["name"]]
@@ -151,30 +156,30 @@ def list_tokens(engine: Engine) -> list[dict[str, Any]]:
 
 def revoke_token(engine: Engine, name: str) -> None:
     with write_transaction(engine) as conn:
-        row = conn.execute(select(s.token.c.revoked_us).where(s.token.c.name == name)).first()
+        row = conn.execute(
+            select(schema.token.c.revoked_us).where(schema.token.c.name == name)
+        ).first()
         if row is None:
             raise ProvisioningError(f"no token named {name!r}")
         if row.revoked_us is not None:
             raise ProvisioningError(f"token {name!r} is already revoked")
-        conn.execute(update(s.token).where(s.token.c.name == name).values(revoked_us=now_us()))
+        conn.execute(
+            update(schema.token).where(schema.token.c.name == name).values(revoked_us=now_us())
+        )
         bump_revision(conn)
 
 
-def _grants(
-    conn: Connection, include_revoked: bool = False, token_hash: str | None = None
-) -> dict[str, tokens.Grant]:
-    query = select(s.token.c.name)
+def _grants(conn: Connection, include_revoked: bool = False) -> dict[str, tokens.Grant]:
+    query = select(schema.token.c.name)
     if not include_revoked:
-        query = query.where(s.token.c.revoked_us.is_(None))
-    if token_hash is not None:
-        query = query.where(s.token.c.token_hash == token_hash)
+        query = query.where(schema.token.c.revoked_us.is_(None))
     names = set(conn.execute(query).scalars())
     drivers: dict[str, set[str]] = {n: set() for n in names}
     pairs: dict[str, set[tuple[str, str]]] = {n: set() for n in names}
-    for token_name, driver in conn.execute(select(s.token_driver)):
+    for token_name, driver in conn.execute(select(schema.token_driver)):
         if token_name in drivers:
             drivers[token_name].add(driver)
-    for token_name, source, destination in conn.execute(select(s.token_heartbeat)):
+    for token_name, source, destination in conn.execute(select(schema.token_heartbeat)):
         if token_name in pairs:
             pairs[token_name].add((source, destination))
     return {
@@ -188,17 +193,13 @@ def active_grants(conn: Connection) -> dict[str, tokens.Grant]:
     hashes = {
         name: digest
         for name, digest in conn.execute(
-            select(s.token.c.name, s.token.c.token_hash).where(s.token.c.revoked_us.is_(None))
+            select(schema.token.c.name, schema.token.c.token_hash).where(
+                schema.token.c.revoked_us.is_(None)
+            )
         )
     }
     grants = _grants(conn)
     return {hashes[name]: grant for name, grant in grants.items()}
-
-
-def grant_for_hash(conn: Connection, token_hash: str) -> tokens.Grant | None:
-    """The grant of the unrevoked token with this hash, if there is one."""
-    grants = _grants(conn, token_hash=token_hash)
-    return next(iter(grants.values()), None)
 
 
 # dnis lines ----------------------------------------------------------------------------------
@@ -213,17 +214,20 @@ def add_dnis(engine: Engine, dnis: str, mask: str) -> dict[str, Any]:
     if problem:
         raise ProvisioningError(f"invalid mask {mask!r}: {problem}")
     with write_transaction(engine) as conn:
-        if conn.execute(select(s.dnis.c.dnis).where(s.dnis.c.dnis == dnis)).first():
+        if conn.execute(select(schema.dnis.c.dnis).where(schema.dnis.c.dnis == dnis)).first():
             raise ProvisioningError(f"dnis {dnis!r} already exists")
         created = now_us()
-        conn.execute(insert(s.dnis).values(dnis=dnis, line_mask=mask, created_us=created))
+        conn.execute(insert(schema.dnis).values(dnis=dnis, line_mask=mask, created_us=created))
         bump_revision(conn)
     return {"dnis": dnis, "line_mask": mask, "created_us": created}
 
 
 def list_dnis(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        return [dict(r) for r in conn.execute(select(s.dnis).order_by(s.dnis.c.dnis)).mappings()]
+        return [
+            dict(r)
+            for r in conn.execute(select(schema.dnis).order_by(schema.dnis.c.dnis)).mappings()
+        ]
 
 
 # accounts ------------------------------------------------------------------------------------
@@ -242,12 +246,12 @@ def add_account(engine: Engine, account: Account) -> dict[str, Any]:
     with write_transaction(engine) as conn:
         number = account.account_number
         if conn.execute(
-            select(s.account.c.account_number).where(s.account.c.account_number == number)
+            select(schema.account.c.account_number).where(schema.account.c.account_number == number)
         ).first():
             raise ProvisioningError(f"account {number!r} already exists")
         now = now_us()
         conn.execute(
-            insert(s.account).values(
+            insert(schema.account).values(
                 {**_account_values(account), "created_us": now, "updated_us": now}
             )
         )
@@ -276,7 +280,9 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
             chunk = numbers[start : start + 500]
             existing.update(
                 conn.execute(
-                    select(s.account.c.account_number).where(s.account.c.account_number.in_(chunk))
+                    select(schema.account.c.account_number).where(
+                        schema.account.c.account_number.in_(chunk)
+                    )
                 ).scalars()
             )
         now = now_us()
@@ -286,14 +292,14 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
             if a.account_number not in existing
         ]
         if new_rows:
-            conn.execute(insert(s.account), new_rows)
+            conn.execute(insert(schema.account), new_rows)
             added = len(new_rows)
         for a in batch:
             if a.account_number in existing:
                 values = _account_values(a)
                 conn.execute(
-                    update(s.account)
-                    .where(s.account.c.account_number == a.account_number)
+                    update(schema.account)
+                    .where(schema.account.c.account_number == a.account_number)
                     .values({**values, "updated_us": now})
                 )
                 updated += 1
@@ -303,15 +309,10 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
 
 def list_accounts(engine: Engine, limit: int | None = None) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        query = select(s.account).order_by(s.account.c.account_number)
+        query = select(schema.account).order_by(schema.account.c.account_number)
         if limit:
             query = query.limit(limit)
         return [dict(r) for r in conn.execute(query).mappings()]
-
-
-def count_accounts(engine: Engine) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(s.account)).scalar() or 0)
 
 
 def set_test_interval(engine: Engine, account_number: str, interval_s: int | None) -> None:
@@ -319,13 +320,12 @@ def set_test_interval(engine: Engine, account_number: str, interval_s: int | Non
     longer (None). Setting an interval starts its clock now."""
     if interval_s is not None and interval_s <= 0:
         raise ProvisioningError("the test interval must be positive")
-    t = s.account.c
     with write_transaction(engine) as conn:
         values: dict[str, Any] = {"test_interval_s": interval_s, "updated_us": now_us()}
         if interval_s is not None:
             values["last_test_us"] = now_us()
         changed = conn.execute(
-            update(s.account).where(t.account_number == account_number).values(values)
+            update(schema.account).where(ACCOUNT.account_number == account_number).values(values)
         ).rowcount
         if not changed:
             raise ProvisioningError(f"no account {account_number!r}")
@@ -336,7 +336,7 @@ def set_test_interval(engine: Engine, account_number: str, interval_s: int | Non
 
 
 def alarm_type_overrides(conn: Connection) -> dict[str, AlarmType]:
-    rows = conn.execute(select(s.alarm_type)).mappings()
+    rows = conn.execute(select(schema.alarm_type)).mappings()
     return {
         row["code"]: AlarmType(
             code=row["code"],
@@ -374,8 +374,8 @@ def set_alarm_type(engine: Engine, code: str, **changes: Any) -> dict[str, Any]:
         if problem:
             raise ProvisioningError(f"alarm type {code}: {problem}")
         values = {**asdict(updated), "updated_us": now_us()}
-        conn.execute(delete(s.alarm_type).where(s.alarm_type.c.code == code))
-        conn.execute(insert(s.alarm_type).values(values))
+        conn.execute(delete(schema.alarm_type).where(schema.alarm_type.c.code == code))
+        conn.execute(insert(schema.alarm_type).values(values))
         bump_revision(conn)
     return asdict(updated)
 
@@ -383,7 +383,9 @@ def set_alarm_type(engine: Engine, code: str, **changes: Any) -> dict[str, Any]:
 def reset_alarm_type(engine: Engine, code: str) -> None:
     """Drop the station's override of ``code``: the shipped default applies again."""
     with write_transaction(engine) as conn:
-        if not conn.execute(delete(s.alarm_type).where(s.alarm_type.c.code == code)).rowcount:
+        if not conn.execute(
+            delete(schema.alarm_type).where(schema.alarm_type.c.code == code)
+        ).rowcount:
             raise ProvisioningError(f"alarm type {code} has no override")
         bump_revision(conn)
 
@@ -410,11 +412,10 @@ def add_api_user(
             f"the password must be at least {API_PASSWORD_MIN} printable characters"
         )
     with write_transaction(engine) as conn:
-        u = s.api_user.c
-        if conn.execute(select(u.username).where(u.username == username)).first():
+        if conn.execute(select(API_USER.username).where(API_USER.username == username)).first():
             raise ProvisioningError(f"API user {username!r} already exists")
         conn.execute(
-            insert(s.api_user).values(
+            insert(schema.api_user).values(
                 username=username,
                 password_encrypted=secret_key.encrypt(key, password),
                 hmac_only=hmac_only,
@@ -426,18 +427,18 @@ def add_api_user(
 
 
 def list_api_users(engine: Engine) -> list[dict[str, Any]]:
-    u = s.api_user.c
     with engine.connect() as conn:
         rows = conn.execute(
-            select(u.username, u.hmac_only, u.created_us).order_by(u.username)
+            select(API_USER.username, API_USER.hmac_only, API_USER.created_us).order_by(
+                API_USER.username
+            )
         ).mappings()
         return [dict(r) for r in rows]
 
 
 def remove_api_user(engine: Engine, username: str) -> None:
     with write_transaction(engine) as conn:
-        u = s.api_user.c
-        if not conn.execute(delete(s.api_user).where(u.username == username)).rowcount:
+        if not conn.execute(delete(schema.api_user).where(API_USER.username == username)).rowcount:
             raise ProvisioningError(f"no API user {username!r}")
         bump_revision(conn)
 
@@ -457,7 +458,7 @@ def api_users(conn: Connection, key: Fernet) -> tuple[dict[str, ApiUser], list[s
     damaged): those users cannot sign a request, the others are not affected."""
     users: dict[str, ApiUser] = {}
     unreadable: list[str] = []
-    for row in conn.execute(select(s.api_user)).mappings():
+    for row in conn.execute(select(schema.api_user)).mappings():
         try:
             password = secret_key.decrypt(key, row["password_encrypted"])
         except (secret_key.SecretKeyError, ValueError):

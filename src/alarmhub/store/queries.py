@@ -1,5 +1,5 @@
-"""Read-only queries over the queues and history: what operators, reports and the query
-interface see."""
+"""Read-only queries over the queues, operators and history: what operators (the alarm screen,
+the operators' statuses), reports and the query interface see."""
 
 from __future__ import annotations
 
@@ -8,18 +8,28 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, bindparam, func, or_, select
 
+from alarmhub.core import operations as ops
+from alarmhub.core import units
 from alarmhub.core.operations import OPEN_STATES, AlarmState
-from alarmhub.store import schema as s
+from alarmhub.store import schema
+from alarmhub.store.statistics import first_signal_since
 
 PENDING = AlarmState.PENDING
 IN_PROCESS = AlarmState.IN_PROCESS
 QUEUE = "queue"
 """The revision counter bumped by every change of the alarm queues."""
+ALARM = schema.alarm.c
+ACCOUNT = schema.account.c
+HISTORY = schema.history.c
+OPERATOR = schema.operator.c
+SIGNAL = schema.signal.c
 
 
 def queue_revision(conn: Connection) -> int:
     """A number that changes whenever the pending or in-process queue changes."""
-    value = conn.execute(select(s.revision.c.value).where(s.revision.c.name == QUEUE)).scalar()
+    value = conn.execute(
+        select(schema.revision.c.value).where(schema.revision.c.name == QUEUE)
+    ).scalar()
     return int(value or 0)
 
 
@@ -30,12 +40,15 @@ def pending_alarms(conn: Connection, limit: int | None = None) -> list[dict[str,
 
 
 def count_pending(conn: Connection) -> int:
-    a = s.alarm.c
-    return int(conn.execute(select(func.count()).where(a.state == PENDING)).scalar_one())
+    return int(conn.execute(select(func.count()).where(ALARM.state == PENDING)).scalar_one())
 
 
 def alarm(conn: Connection, alarm_id: int) -> dict[str, Any] | None:
-    row = conn.execute(select(s.alarm).where(s.alarm.c.alarm_id == alarm_id)).mappings().first()
+    row = (
+        conn.execute(select(schema.alarm).where(schema.alarm.c.alarm_id == alarm_id))
+        .mappings()
+        .first()
+    )
     return dict(row) if row else None
 
 
@@ -75,24 +88,22 @@ def _history_query(
     """The statement of :func:`account_history` for one combination of its filters, built once
     with bound parameters: the query interface runs it on every XMHIST, and building and
     hashing a new statement each time cost more than SQLite's part of a typical query."""
-    h = s.history.c
     query = (
-        select(s.history)
+        select(schema.history)
         .where(
-            h.account_number == bindparam("account"),
-            h.received_us >= bindparam("start"),
-            h.received_us <= bindparam("stop"),
+            HISTORY.account_number == bindparam("account"),
+            HISTORY.received_us >= bindparam("start"),
+            HISTORY.received_us <= bindparam("stop"),
         )
-        .order_by(h.received_us.desc(), h.event_id.desc())
+        .order_by(HISTORY.received_us.desc(), HISTORY.event_id.desc())
     )
     if paths:
-        query = query.where(h.pr_checksum.in_(bindparam("paths", expanding=True)))
+        query = query.where(HISTORY.pr_checksum.in_(bindparam("paths", expanding=True)))
     if exclude_types:
-        query = query.where(h.type.not_in(bindparam("types", expanding=True)))
+        query = query.where(HISTORY.type.not_in(bindparam("types", expanding=True)))
     if settled_only:
-        a = s.alarm.c
-        still_open = select(a.alarm_id).where(a.state.in_(OPEN_STATES))
-        query = query.where(or_(h.alarm_id.is_(None), h.alarm_id.not_in(still_open)))
+        still_open = select(ALARM.alarm_id).where(ALARM.state.in_(OPEN_STATES))
+        query = query.where(or_(HISTORY.alarm_id.is_(None), HISTORY.alarm_id.not_in(still_open)))
     if limit:
         query = query.limit(bindparam("limit"))
     return query
@@ -100,33 +111,41 @@ def _history_query(
 
 def history_of_incident(conn: Connection, incident_number: int) -> list[dict[str, Any]]:
     """Every history event that carries ``incident_number`` (a routed signal has exactly one)."""
-    h = s.history.c
-    query = select(s.history).where(h.incident_number == incident_number).order_by(h.event_id)
+    query = (
+        select(schema.history)
+        .where(HISTORY.incident_number == incident_number)
+        .order_by(HISTORY.event_id)
+    )
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
 def newest_signals(conn: Connection, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` newest stored signals, newest first."""
-    query = select(s.signal).order_by(s.signal.c.incident_number.desc()).limit(limit)
+    query = select(schema.signal).order_by(schema.signal.c.incident_number.desc()).limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
 def unrouted_count(conn: Connection) -> int:
-    sig = s.signal.c
-    query = select(func.count()).select_from(s.signal).where(sig.routed_us.is_(None))
+    query = select(func.count()).select_from(schema.signal).where(SIGNAL.routed_us.is_(None))
     return int(conn.execute(query).scalar_one())
 
 
 def alarms_in(conn: Connection, state: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Alarms in one state, PRIORITY first, then oldest; with the account's name and address
     (the account's state as ``account_state``)."""
-    a = s.alarm.c
-    acc = s.account.c
     query = (
-        select(s.alarm, acc.company_name, acc.street, acc.city, acc.state.label("account_state"))
-        .select_from(s.alarm.outerjoin(s.account, acc.account_number == a.account_number))
-        .where(a.state == state)
-        .order_by(a.priority, a.pending_us, a.alarm_id)
+        select(
+            schema.alarm,
+            ACCOUNT.company_name,
+            ACCOUNT.street,
+            ACCOUNT.city,
+            ACCOUNT.state.label("account_state"),
+        )
+        .select_from(
+            schema.alarm.outerjoin(schema.account, ACCOUNT.account_number == ALARM.account_number)
+        )
+        .where(ALARM.state == state)
+        .order_by(ALARM.priority, ALARM.pending_us, ALARM.alarm_id)
     )
     if limit is not None:
         query = query.limit(limit)
@@ -136,3 +155,76 @@ def alarms_in(conn: Connection, state: str, limit: int | None = None) -> list[di
 def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
     """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""
     return alarms_in(conn, IN_PROCESS)
+
+
+def operator_statuses(conn: Connection) -> list[dict[str, Any]]:
+    """Signed-on operators with their receiving status and colour (XMAINPRO status records)."""
+    rows = conn.execute(
+        select(
+            OPERATOR.code,
+            OPERATOR.name,
+            OPERATOR.receiving,
+            OPERATOR.signed_on_us,
+            OPERATOR.status_us,
+        )
+        .where(OPERATOR.signed_on_us.is_not(None), OPERATOR.disabled.is_(False))
+        .order_by(OPERATOR.code)
+    ).mappings()
+    out = []
+    for r in rows:
+        status = ops.Receiving.RECEIVING if r["receiving"] else ops.Receiving.NOT_RECEIVING
+        out.append({**dict(r), "status": status.value, "color": ops.RECEIVING_COLOR[status]})
+    return out
+
+
+_JOIN_SLACK_US = units.US_PER_MINUTE
+
+
+def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> dict[str, Any]:
+    """Everything the alarm screen shows: the alarm, its account, the signals and actions of
+    this alarm (restores included) and the account's recent history."""
+    row = alarm(conn, alarm_id)
+    if row is None:
+        raise ops.not_found(alarm_id)
+    account = None
+    if row["account_number"]:
+        found = (
+            conn.execute(
+                select(schema.account).where(ACCOUNT.account_number == row["account_number"])
+            )
+            .mappings()
+            .first()
+        )
+        account = dict(found) if found else None
+    # the alarm's own events carry its incident number; restorals linked to it are on the
+    # same account: both found through indexes, never by reading all of history
+    mine = (HISTORY.incident_number == alarm_id) | (
+        (HISTORY.account_number == row["account_number"]) & (HISTORY.alarm_id == alarm_id)
+    )
+    if row["path"] == "UNKNOWN":  # signals of other unknown accounts that joined it (DC-09)
+        joined = (HISTORY.incident_number > alarm_id) & (HISTORY.alarm_id == alarm_id)
+        if row["resolved_us"] is not None:  # none joined after it was resolved (clock slack)
+            after = first_signal_since(conn, row["resolved_us"] + _JOIN_SLACK_US)
+            if after is not None:
+                joined = joined & (HISTORY.incident_number < after)
+        mine = mine | (joined & (HISTORY.pr_checksum == "UNKNOWN"))
+    of_alarm = conn.execute(
+        select(schema.history).where(mine).order_by(HISTORY.received_us, HISTORY.event_id)
+    ).mappings()
+    recent: list[dict[str, Any]] = []
+    if row["account_number"]:
+        recent = [
+            dict(r)
+            for r in conn.execute(
+                select(schema.history)
+                .where(HISTORY.account_number == row["account_number"])
+                .order_by(HISTORY.received_us.desc(), HISTORY.event_id.desc())
+                .limit(history_limit)
+            ).mappings()
+        ]
+    return {
+        "alarm": row,
+        "account": account,
+        "events": [dict(r) for r in of_alarm],
+        "history": recent,
+    }

@@ -1,42 +1,26 @@
 """The router's repository in the store: what routing reads (provisioning, cached per
-revision; accounts; open alarms) and writes (alarms and history, buffered and inserted in bulk)
-inside one routing or supervision transaction."""
+revision by :mod:`alarmhub.store.provisioning_cache`; accounts; open alarms) and writes (alarms
+and history, buffered and inserted in bulk) inside one routing or supervision transaction."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, case, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.alarm_types import AlarmType, merged
+from alarmhub.core.alarm_types import AlarmType
 from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
-from alarmhub.store import provisioning, queries
-from alarmhub.store import schema as s
+from alarmhub.store import provisioning, queries, schema
 from alarmhub.store.commit import RowInsert, allocate_incidents
+from alarmhub.store.provisioning_cache import ProvisioningCache
+
+ACCOUNT = schema.account.c
+ALARM = schema.alarm.c
 
 _ACCOUNT_CHUNK = 500
-
-
-@dataclass
-class Station:
-    """Provisioning data the router reads on every signal, reloaded when it changes."""
-
-    revision: int = -1
-    masks: dict[str, str] = field(default_factory=dict)
-    alarm_types: dict[str, AlarmType] = field(default_factory=dict)
-
-    def refresh(self, conn: Connection) -> None:
-        current = provisioning.revision(conn)
-        if current == self.revision:
-            return
-        rows = conn.execute(select(s.dnis.c.dnis, s.dnis.c.line_mask))
-        self.masks = {dnis: mask for dnis, mask in rows}
-        self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
-        self.revision = current
 
 
 HISTORY_COLUMNS = (
@@ -95,17 +79,17 @@ class Inserts:
     """The bulk INSERTs of routing, compiled once per engine."""
 
     def __init__(self, engine: Engine) -> None:
-        self.alarm = RowInsert(engine, s.alarm, ALARM_COLUMNS)
-        self.history = RowInsert(engine, s.history, HISTORY_COLUMNS)
+        self.alarm = RowInsert(engine, schema.alarm, ALARM_COLUMNS)
+        self.history = RowInsert(engine, schema.history, HISTORY_COLUMNS)
 
 
 class SqlRepository:
     """The router's repository inside one transaction. Writes are buffered and inserted in bulk
     at :meth:`flush`; lookups see what this transaction has buffered so far."""
 
-    def __init__(self, conn: Connection, station: Station, inserts: Inserts) -> None:
+    def __init__(self, conn: Connection, cache: ProvisioningCache, inserts: Inserts) -> None:
         self._conn = conn
-        self._station = station
+        self._cache = cache
         self._inserts = inserts
         self._known_accounts: set[str] = set()
         self._checked_accounts: set[str] = set()
@@ -120,13 +104,15 @@ class SqlRepository:
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
             found = self._conn.execute(
-                select(s.account.c.account_number).where(s.account.c.account_number.in_(chunk))
+                select(schema.account.c.account_number).where(
+                    schema.account.c.account_number.in_(chunk)
+                )
             ).scalars()
             self._known_accounts.update(found)
         self._checked_accounts.update(wanted)
 
     def line_mask(self, dnis: str) -> str | None:
-        return self._station.masks.get(dnis)
+        return self._cache.masks.get(dnis)
 
     def account_exists(self, account_number: str) -> bool:
         if account_number not in self._checked_accounts:
@@ -134,7 +120,7 @@ class SqlRepository:
         return account_number in self._known_accounts
 
     def alarm_type(self, event_code: str) -> AlarmType:
-        return self._station.alarm_types[event_code]
+        return self._cache.alarm_types[event_code]
 
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
         key = (account_number, event_code, area, zone)
@@ -145,18 +131,17 @@ class SqlRepository:
                 and (row["account_number"], row["event_code"], row["area"], row["zone"]) == key
             ):
                 return alarm_id
-        a = s.alarm.c
         found = self._conn.execute(
-            select(a.alarm_id)
+            select(ALARM.alarm_id)
             .where(
-                a.account_number == account_number,
-                a.event_code == event_code,
-                a.area == area,
-                a.zone == zone,
-                a.restore_us.is_(None),
-                a.state.in_(OPEN_STATES),
+                ALARM.account_number == account_number,
+                ALARM.event_code == event_code,
+                ALARM.area == area,
+                ALARM.zone == zone,
+                ALARM.restore_us.is_(None),
+                ALARM.state.in_(OPEN_STATES),
             )
-            .order_by(a.alarm_id.desc())
+            .order_by(ALARM.alarm_id.desc())
             .limit(1)
         ).scalar()
         return int(found) if found is not None else None
@@ -169,16 +154,15 @@ class SqlRepository:
         known = self._unknown_alarms.get(key)
         if known is not None:
             return known
-        a = s.alarm.c
         found = self._conn.execute(
-            select(a.alarm_id)
+            select(ALARM.alarm_id)
             .where(
-                a.state.in_(OPEN_STATES),
-                a.path == RoutePath.UNKNOWN.value,
-                a.source == source,
-                a.destination == destination,
+                ALARM.state.in_(OPEN_STATES),
+                ALARM.path == RoutePath.UNKNOWN.value,
+                ALARM.source == source,
+                ALARM.destination == destination,
             )
-            .order_by(a.alarm_id.desc())
+            .order_by(ALARM.alarm_id.desc())
             .limit(1)
         ).scalar()
         if found is None:
@@ -191,10 +175,9 @@ class SqlRepository:
         if buffered is not None:
             buffered["priority"] = min(buffered["priority"], priority)
             return
-        a = s.alarm.c
         self._conn.execute(
-            update(s.alarm)
-            .where(a.alarm_id == alarm_id, a.priority > priority)
+            update(schema.alarm)
+            .where(ALARM.alarm_id == alarm_id, ALARM.priority > priority)
             .values(priority=priority)
         )
         self._queue_changed = True  # the alarm screen shows one signal more
@@ -216,21 +199,20 @@ class SqlRepository:
             buffered["restore_us"] = at_us
             return
         self._conn.execute(
-            update(s.alarm)
-            .where(s.alarm.c.alarm_id == alarm_id, s.alarm.c.restore_us.is_(None))
+            update(schema.alarm)
+            .where(schema.alarm.c.alarm_id == alarm_id, schema.alarm.c.restore_us.is_(None))
             .values(restore_us=at_us)
         )
         self._queue_changed = True
 
     def test_report(self, account_number: str, at_us: int) -> int | None:
-        t = s.account.c
         ended = self._conn.execute(
-            select(t.test_alarm_id).where(t.account_number == account_number)
+            select(ACCOUNT.test_alarm_id).where(ACCOUNT.account_number == account_number)
         ).scalar()
-        newest = case((t.last_test_us > at_us, t.last_test_us), else_=at_us)
+        newest = case((ACCOUNT.last_test_us > at_us, ACCOUNT.last_test_us), else_=at_us)
         self._conn.execute(
-            update(s.account)
-            .where(t.account_number == account_number)
+            update(schema.account)
+            .where(ACCOUNT.account_number == account_number)
             .values(last_test_us=newest, test_alarm_id=None)
         )
         return int(ended) if ended is not None else None

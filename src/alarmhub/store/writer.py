@@ -24,9 +24,9 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
+from alarmhub.core.dc09 import TOKEN_NAME as DC09_TOKEN_NAME
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
-from alarmhub.dc09.receiver import TOKEN_NAME as DC09_TOKEN_NAME
 from alarmhub.settings import Settings
 from alarmhub.store import framing, operations
 from alarmhub.store.commit import Stored, to_wire
@@ -223,9 +223,6 @@ class SignalWriter:
     def engine(self) -> Engine:
         """The node's database (for reads beside the writer)."""
         return self._engine
-
-    def child_pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
 
 __all__ = ["SignalWriter", "Stored"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from alarmhub import files, logs
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
@@ -35,7 +36,8 @@ from alarmhub.store.commit import (
     store_plain,
 )
 from alarmhub.store.engine import WriteConnection, open_engine, unavailable
-from alarmhub.store.processing import ROUTE_BATCH, Processor
+from alarmhub.store.routing import ROUTE_BATCH, SignalRouting
+from alarmhub.store.supervision import Supervision
 
 log = logging.getLogger("alarmhub.writer")
 READ_SIZE = 1 << 20
@@ -87,16 +89,18 @@ class WriterLoop:
         self._derived = WriteConnection(open_engine(config["url"], synchronous=False))
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._store.engine)
-        self._window_us = int(config["idempotency_hours"]) * 3600 * 1_000_000
+        self._window_us = units.hours_us(int(config["idempotency_hours"]))
         # token names whose keys have a window of their own (the DC-09 retry window), in seconds
         self._key_windows_us = {
-            name: int(seconds) * 1_000_000 for name, seconds in config["key_windows"].items()
+            name: units.seconds_us(int(seconds)) for name, seconds in config["key_windows"].items()
         }
-        self._processor = Processor(
+        self._routing = SignalRouting(
             self._derived.engine,
             runaway_limit=int(config["runaway_limit"]),
             runaway_minutes=int(config["runaway_minutes"]),
-            test_grace_s=int(config["test_grace_minutes"]) * 60,
+        )
+        self._supervision = Supervision(
+            self._derived.engine, test_grace_s=int(config["test_grace_minutes"]) * 60
         )
         self._buffer = buffer
         self._waiting: list[list[Any]] = []
@@ -112,7 +116,7 @@ class WriterLoop:
 
     def run(self) -> None:
         with self._derived.transaction() as conn:
-            self._processor.recall(conn, now_us())
+            self._routing.recall(conn, now_us())
         quiet_garbage_collector()
         self._sock.sendall(framing.encode({"ready": True}))
         while self._open or self._waiting:
@@ -246,7 +250,7 @@ class WriterLoop:
         committed), so what is unrouted is read back under the counter lock instead, at once.
         When older signals wait unrouted (a failed routing), they wait with them for the
         catch-up, which routes them all in order from the database."""
-        if self._processor.shared:
+        if self._routing.shared:
             self._route()
             return
         if self._backlog:
@@ -263,7 +267,7 @@ class WriterLoop:
         signals, self._unrouted = self._unrouted, []
         try:
             with self._derived.transaction() as conn:
-                self._processor.route_signals(conn, signals, now_us())
+                self._routing.route_signals(conn, signals, now_us())
         except Exception as exc:
             # the runaway windows counted signals whose routing was rolled back
             self._routing_failed = self._backlog = self._route_due = True
@@ -277,8 +281,8 @@ class WriterLoop:
             with self._derived.transaction() as conn:
                 now = now_us()
                 if self._routing_failed:
-                    self._processor.recover(conn, now)  # forget what the failed attempt counted
-                routed = self._processor.route(conn, now)
+                    self._routing.recover(conn, now)  # forget what the failed attempt counted
+                routed = self._routing.route(conn, now)
             self._routing_failed = False
             self._backlog = routed == ROUTE_BATCH
             return routed
@@ -289,13 +293,13 @@ class WriterLoop:
 
     def _supervise(self) -> None:
         self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
-        if self._routing_failed or self._processor.shared:
+        if self._routing_failed or self._routing.shared:
             # retry once a second, also when no new signal arrives; on a shared database also
             # route what a node that died left unrouted
             self._route_due = True
         try:
             with self._derived.transaction() as conn:
-                self._processor.supervise(conn, now_us())
+                self._supervision.supervise(conn, now_us())
         except Exception as exc:
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
         self._forget_keys()

@@ -23,6 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
 from alarmhub.store.following import FollowsProvisioning
@@ -31,7 +32,7 @@ from alarmhub.store.writer import SignalWriter
 from alarmhub.xm import digest
 
 log = logging.getLogger("alarmhub.xm.auth")
-NONCE_WINDOW_US = 15 * 60 * 1_000_000
+NONCE_WINDOW_US = units.minutes_us(15)
 HEADERS = ("x-svc-appkey", "x-svc-username", "x-svc-date", "x-svc-nonce", "x-svc-digest")
 
 
@@ -355,7 +356,7 @@ class QueryAuth(FollowsProvisioning):
         if moment is None:
             return Refused("malformed date")
         now = now_us()
-        if abs(now - int(moment.timestamp() * 1_000_000)) > digest.DATE_WINDOW_S * 1_000_000:
+        if abs(now - units.seconds_us(moment.timestamp())) > units.seconds_us(digest.DATE_WINDOW_S):
             return Refused("date outside the window")
         if not digest.NONCE_PATTERN.fullmatch(nonce):
             return Refused("malformed nonce")

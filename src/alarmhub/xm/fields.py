@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
 
+from alarmhub.core import units
 from alarmhub.core.operations import duration as duration
 from alarmhub.ntd import ntd_of as ntd_of
 from alarmhub.ntd import to_ntd
@@ -20,7 +21,7 @@ def account(number: str) -> str:
 
 
 def local(unix_us: int, zone: tzinfo) -> datetime:
-    return datetime.fromtimestamp(unix_us / 1_000_000, UTC).astimezone(zone)
+    return datetime.fromtimestamp(units.to_seconds(unix_us), UTC).astimezone(zone)
 
 
 def history_date(moment: datetime) -> str:

@@ -14,11 +14,12 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from alarmhub.core import units
 from alarmhub.core.errors import QueryRefused
 from alarmhub.core.line_mask import ACCOUNT_MAX
 from alarmhub.core.operations import handling_times
 from alarmhub.core.router import RoutePath
-from alarmhub.store import operations, provisioning, queries
+from alarmhub.store import provisioning, queries
 from alarmhub.xm import errors, fields
 
 Form = Mapping[str, str]
@@ -87,7 +88,7 @@ class HistoryQuery:
 
 
 def _us(moment: datetime, zone: tzinfo) -> int:
-    return int(moment.replace(tzinfo=zone).timestamp() * 1_000_000)
+    return units.seconds_us(moment.replace(tzinfo=zone).timestamp())
 
 
 def _end_of_day(day: datetime, zone: tzinfo) -> int:
@@ -257,7 +258,7 @@ def xmainpro(conn: Connection, form: Form, zone: tzinfo, now_us: int) -> dict[st
     """In-process alarms (by PRIORITY then oldest) and one status record per signed-on operator;
     TOTAL_RECORDS counts the operator status records (decisions section 3)."""
     alarms = [in_process_alarm(row, now_us) for row in queries.in_process_alarms(conn)]
-    operators = [operator_record(row) for row in operations.operator_statuses(conn)]
+    operators = [operator_record(row) for row in queries.operator_statuses(conn)]
     return {"XMAINPRO": alarms + operators, "TOTAL_RECORDS": str(len(operators))}
 
 

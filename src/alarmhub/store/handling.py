@@ -1,0 +1,358 @@
+"""Handling alarms: operators signing on and off, receiving, taking alarms (or being handed them),
+working them (calls, notes, holds, take-overs) and resolving them, each applied in the caller's
+write transaction with the rules of ``core.operations``.
+
+Two operators never get the same alarm: taking one is a conditional UPDATE (``WHERE state =
+'pending'``) whose row count says who won, which holds across processes and nodes sharing one
+database. Every action writes an OPERATOR record to history and bumps the queue revision, so
+consoles and XMAPEND/XMAINPRO see it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from alarmhub.core import operations as ops
+from alarmhub.core.operations import Action, AlarmState, Operator, Refusal
+from alarmhub.core.router import RoutePath
+from alarmhub.store import provisioning, queries, schema
+from alarmhub.store.commit import allocate_incidents
+from alarmhub.store.operators import ALARM, OPERATOR, load_operator
+from alarmhub.store.resolutions import resolution_codes
+
+HANDED_PER_PASS = 50
+
+
+def sign_on(conn: Connection, code: str, now_us: int, receiving: bool = True) -> None:
+    operator = load_operator(conn, code)
+    if operator.disabled:
+        raise Refusal("OPS-DISABLED", f"operator {code} is disabled", 403)
+    if not operator.signed_on:
+        conn.execute(
+            update(schema.operator)
+            .where(OPERATOR.code == code)
+            .values(signed_on_us=now_us, receiving=receiving, status_us=now_us)
+        )
+        _record(conn, code, Action.SIGN_ON, now_us)
+        if receiving:
+            hand_out(conn, now_us, only=code)
+    elif operator.receiving != receiving:
+        set_receiving(conn, code, receiving, now_us)
+    provisioning.bump_revision(conn, queries.QUEUE)
+
+
+def sign_off(conn: Connection, code: str, now_us: int) -> int:
+    """Sign off; alarms still in process with the operator go back to pending (nothing is left
+    with nobody). How many went back."""
+    load_operator(conn, code)
+    returned = conn.execute(
+        select(schema.alarm).where(ALARM.opr == code, ALARM.state == AlarmState.IN_PROCESS)
+    ).mappings()
+    rows = [dict(r) for r in returned]
+    for row in rows:
+        conn.execute(
+            update(schema.alarm)
+            .where(ALARM.alarm_id == row["alarm_id"])
+            .values(state=AlarmState.PENDING, opr=None)
+        )
+        _record(conn, code, Action.SIGN_OFF, now_us, row, "ALARM BACK TO PENDING")
+    conn.execute(
+        update(schema.operator)
+        .where(OPERATOR.code == code)
+        .values(signed_on_us=None, receiving=False, status_us=now_us)
+    )
+    _record(conn, code, Action.SIGN_OFF, now_us)
+    provisioning.bump_revision(conn, queries.QUEUE)
+    if rows:
+        hand_out(conn, now_us)
+    return len(rows)
+
+
+def set_receiving(conn: Connection, code: str, receiving: bool, now_us: int) -> None:
+    operator = load_operator(conn, code)
+    ops.check_active(operator)
+    if operator.receiving == receiving:
+        return
+    conn.execute(
+        update(schema.operator)
+        .where(OPERATOR.code == code)
+        .values(receiving=receiving, status_us=now_us)
+    )
+    _record(conn, code, Action.RECEIVING if receiving else Action.NOT_RECEIVING, now_us)
+    provisioning.bump_revision(conn, queries.QUEUE)
+    if receiving:
+        hand_out(conn, now_us, only=code)
+
+
+# taking alarms ------------------------------------------------------------------------------
+
+
+def _held(conn: Connection, alarm_id: int) -> ops.AlarmHeld | None:
+    row = conn.execute(
+        select(ALARM.alarm_id, ALARM.state, ALARM.opr).where(ALARM.alarm_id == alarm_id)
+    ).first()
+    return ops.AlarmHeld(row.alarm_id, row.state, row.opr) if row else None
+
+
+def take(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, Any]:
+    """An operator picks alarm ``alarm_id`` from pending."""
+    operator = load_operator(conn, code)
+    ops.check_take(operator, _held(conn, alarm_id), alarm_id)
+    row = _claim(conn, code, alarm_id, now_us)
+    if row is None:  # another operator got it between the read and the update
+        ops.check_take(operator, _held(conn, alarm_id), alarm_id)
+        raise Refusal("OPS-TAKEN", f"alarm {alarm_id} is already taken")
+    _record(conn, code, Action.TAKE, now_us, row)
+    provisioning.bump_revision(conn, queries.QUEUE)
+    return row
+
+
+def take_next(conn: Connection, code: str, now_us: int) -> dict[str, Any] | None:
+    """An operator takes the next pending alarm (PRIORITY, then oldest); None when pending is
+    empty."""
+    ops.check_active(load_operator(conn, code))
+    row = _claim_next(conn, code, now_us)
+    if row is not None:
+        _record(conn, code, Action.TAKE, now_us, row)
+        provisioning.bump_revision(conn, queries.QUEUE)
+    return row
+
+
+def _claim(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, Any] | None:
+    """The conditional update that decides who gets an alarm: only one caller sees a row."""
+    claimed = conn.execute(
+        update(schema.alarm)
+        .where(ALARM.alarm_id == alarm_id, ALARM.state == AlarmState.PENDING)
+        .values(state=AlarmState.IN_PROCESS, opr=code, taken_us=now_us, hold_until_us=None)
+    ).rowcount
+    return queries.alarm(conn, alarm_id) if claimed == 1 else None
+
+
+def _claim_next(conn: Connection, code: str, now_us: int) -> dict[str, Any] | None:
+    for _ in range(5):  # each miss means another operator won that alarm; try the next
+        candidates = conn.execute(
+            select(ALARM.alarm_id)
+            .where(ALARM.state == AlarmState.PENDING)
+            .order_by(ALARM.priority, ALARM.pending_us, ALARM.alarm_id)
+            .limit(5)
+        ).scalars()
+        ids = list(candidates)
+        if not ids:
+            return None
+        for alarm_id in ids:
+            row = _claim(conn, code, alarm_id, now_us)
+            if row is not None:
+                return row
+    return None
+
+
+_RECEIVING = (
+    OPERATOR.signed_on_us.is_not(None),
+    OPERATOR.receiving.is_(True),
+    OPERATOR.disabled.is_(False),
+)
+_ANYONE_RECEIVING = select(OPERATOR.code).where(*_RECEIVING).limit(1)
+_IDLE = (
+    select(OPERATOR.code)
+    .where(
+        *_RECEIVING,
+        OPERATOR.code.not_in(
+            select(ALARM.opr)
+            .where(ALARM.state == AlarmState.IN_PROCESS, ALARM.opr.is_not(None))
+            .distinct()
+        ),
+    )
+    .order_by(func.coalesce(OPERATOR.status_us, 0), OPERATOR.code)
+    .limit(HANDED_PER_PASS)
+)
+
+
+def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tuple[str, int]]:
+    """Hand the next pending alarms to idle receiving operators, the longest idle first;
+    the (operator, alarm) pairs handed. ``only`` limits it to one operator. It runs with every
+    group commit that raises alarms, so it first asks cheaply whether anyone receives at all."""
+    if conn.execute(_ANYONE_RECEIVING).first() is None:
+        return []
+    query = _IDLE if only is None else _IDLE.where(OPERATOR.code == only)
+    handed: list[tuple[str, int]] = []
+    for code in list(conn.execute(query).scalars()):
+        # lock the operator's row (PostgreSQL) and check again that they are still idle
+        conn.execute(select(OPERATOR.code).where(OPERATOR.code == code).with_for_update()).first()
+        still_busy = conn.execute(
+            select(func.count()).where(ALARM.opr == code, ALARM.state == AlarmState.IN_PROCESS)
+        ).scalar_one()
+        if still_busy:
+            continue
+        row = _claim_next(conn, code, now_us)
+        if row is None:
+            break  # pending is empty
+        conn.execute(update(schema.operator).where(OPERATOR.code == code).values(status_us=now_us))
+        _record(conn, code, Action.HANDED, now_us, row)
+        handed.append((code, row["alarm_id"]))
+    if handed:
+        provisioning.bump_revision(conn, queries.QUEUE)
+    return handed
+
+
+# working an alarm ---------------------------------------------------------------------------
+
+
+def _holding(conn: Connection, code: str, alarm_id: int) -> tuple[Operator, dict[str, Any]]:
+    operator = load_operator(conn, code)
+    ops.check_holding(operator, _held(conn, alarm_id), alarm_id)
+    row = queries.alarm(conn, alarm_id)
+    assert row is not None
+    return operator, row
+
+
+def log_call(conn: Connection, code: str, alarm_id: int, text: str, now_us: int) -> None:
+    """Log a call made for the alarm (who, number, outcome); the first sets OPR_FIRST_CALL."""
+    cleaned = ops.check_note(text, "call")
+    _, row = _holding(conn, code, alarm_id)
+    if row["first_call_us"] is None:
+        conn.execute(
+            update(schema.alarm).where(ALARM.alarm_id == alarm_id).values(first_call_us=now_us)
+        )
+    _record(conn, code, Action.CALL, now_us, row, cleaned)
+    provisioning.bump_revision(conn, queries.QUEUE)
+
+
+def add_note(conn: Connection, code: str, alarm_id: int, text: str, now_us: int) -> None:
+    cleaned = ops.check_note(text)
+    _, row = _holding(conn, code, alarm_id)
+    _record(conn, code, Action.NOTE, now_us, row, cleaned)
+    provisioning.bump_revision(conn, queries.QUEUE)  # consoles with the alarm open see it
+
+
+def hold(conn: Connection, code: str, alarm_id: int, minutes: int, reason: str, now_us: int) -> int:
+    """Put the alarm on hold for ``minutes``; it returns to pending, marked BEEN_ON_HOLD, when
+    the time is up. The time it returns."""
+    cleaned = ops.check_hold(minutes, reason)
+    _, row = _holding(conn, code, alarm_id)
+    until = ops.hold_until(now_us, minutes)
+    conn.execute(
+        update(schema.alarm)
+        .where(ALARM.alarm_id == alarm_id)
+        .values(state=AlarmState.ON_HOLD, hold_until_us=until, hold_reason=cleaned)
+    )
+    _record(conn, code, Action.HOLD, now_us, row, f"{minutes} MIN {cleaned}")
+    provisioning.bump_revision(conn, queries.QUEUE)
+    hand_out(conn, now_us, only=code)
+    return until
+
+
+def end_holds(conn: Connection, now_us: int) -> int:
+    """Held alarms whose time is up go back to pending, marked BEEN_ON_HOLD; how many."""
+    due = conn.execute(
+        select(schema.alarm).where(ALARM.state == AlarmState.ON_HOLD, ALARM.hold_until_us <= now_us)
+    ).mappings()
+    rows = [dict(r) for r in due]
+    for row in rows:
+        conn.execute(
+            update(schema.alarm)
+            .where(ALARM.alarm_id == row["alarm_id"], ALARM.state == AlarmState.ON_HOLD)
+            .values(state=AlarmState.PENDING, opr=None, been_on_hold=True, hold_until_us=None)
+        )
+        _record(conn, row["opr"] or "", Action.HOLD_ENDED, now_us, row)
+    if rows:
+        provisioning.bump_revision(conn, queries.QUEUE)
+        hand_out(conn, now_us)
+    return len(rows)
+
+
+def take_over(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, Any]:
+    """A supervisor takes an in-process or held alarm from another operator."""
+    operator = load_operator(conn, code)
+    held = ops.check_take_over(operator, _held(conn, alarm_id), alarm_id)
+    changed = conn.execute(
+        update(schema.alarm)
+        .where(ALARM.alarm_id == alarm_id, ALARM.state == held.state, ALARM.opr == held.opr)
+        .values(state=AlarmState.IN_PROCESS, opr=code, hold_until_us=None)
+    ).rowcount
+    if changed != 1:
+        raise Refusal("OPS-STATE", f"alarm {alarm_id} changed meanwhile; try again")
+    row = queries.alarm(conn, alarm_id)
+    assert row is not None
+    _record(conn, code, Action.TAKE_OVER, now_us, row, f"FROM {held.opr or '-'}")
+    provisioning.bump_revision(conn, queries.QUEUE)
+    return row
+
+
+def resolve(
+    conn: Connection, code: str, alarm_id: int, resolution: str, note: str, now_us: int
+) -> None:
+    """Resolve the alarm: it leaves the queues; its resolution, operator and handling times
+    go to history."""
+    resolution = resolution.strip().upper()
+    text = ops.check_resolution(resolution, resolution_codes(conn))
+    note = note.strip()
+    if len(note) > ops.NOTE_MAX:
+        raise Refusal("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
+    _, row = _holding(conn, code, alarm_id)
+    conn.execute(
+        update(schema.alarm)
+        .where(ALARM.alarm_id == alarm_id)
+        .values(state=AlarmState.RESOLVED, resolved_us=now_us, resolution=resolution)
+    )
+    times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
+    summary = ", ".join(f"{name} {value}" for name, value in times.items())
+    full = f"{resolution} {text}; {summary}" + (f"; {note}" if note else "")
+    _record(conn, code, Action.RESOLVE, now_us, row, f"{resolution} {text}", note=full)
+    provisioning.bump_revision(conn, queries.QUEUE)
+    hand_out(conn, now_us, only=code)
+
+
+# the audit trail ----------------------------------------------------------------------------
+
+
+def _record(
+    conn: Connection,
+    code: str,
+    action: Action,
+    now_us: int,
+    row: Mapping[str, Any] | None = None,
+    detail: str = "",
+    note: str | None = None,
+) -> None:
+    """One OPERATOR record in history: the action, who, when, on which alarm."""
+    if row is None:
+        number = allocate_incidents(conn, 1)
+        where: Mapping[str, Any] = {
+            "account_number": "", "code": "", "event_code": "", "area": "", "zone": "",
+            "priority": "z", "color": "", "source": "", "destination": "", "dnis": "",
+            "panel": "",
+        }  # fmt: skip
+        alarm_id = None
+    else:
+        number = alarm_id = row["alarm_id"]
+        where = row
+    conn.execute(
+        insert(schema.history).values(
+            account_number=where["account_number"],
+            incident_number=number,
+            received_us=now_us,
+            code=where["code"],
+            event_code=where["event_code"],
+            area=where["area"],
+            zone=where["zone"],
+            type=action.value,
+            opr=code or None,
+            alarm_category="O",
+            priority=where["priority"],
+            hist_text=ops.audit_text(action, code or "-", detail),
+            am_notify="N",
+            pr_checksum=RoutePath.OPERATOR.value,
+            second_zone_is="N",
+            color=where["color"],
+            video="N",
+            alarm_id=alarm_id,
+            source=where["source"],
+            destination=where["destination"],
+            dnis=where["dnis"],
+            panel=where["panel"],
+            note=note if note is not None else (detail or None),
+        )
+    )
