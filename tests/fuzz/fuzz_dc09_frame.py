@@ -17,9 +17,9 @@ from my_dc09_spt.msg.dc05_msg import dc05_msg
 from alarmhub.contactid import EVENTS
 from alarmhub.dc09 import frame, receiver
 from alarmhub.dc09.receiver import Reply
-from tests.dc09_panel import KEY, KEYED_ACCOUNT, spt
 from tests.fuzz.common import FUZZ, Counter
 from tests.fuzz.strategies import mutated
+from tests.support.dc09_panel import KEY, KEYED_ACCOUNT, spt
 
 BUILT_AT = datetime.now(UTC)  # encrypted frames' timestamps are judged against this moment
 

@@ -1,0 +1,147 @@
+"""DC-09 durability proven by killing processes: panels send uniquely identifiable events as
+fast as their ACKs come while the node (or its writer process) is SIGKILLed. Every ACKed frame
+must be stored, exactly once; and a retransmission of any frame sent before the kill, after
+it, is acknowledged and still stored once (the retry window survives the restart)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from my_dc09_spt.msg.dc05_msg import dc05_msg
+
+from tests.crash.test_crash import wait_for_writer
+from tests.support import dc09_panel
+from tests.support.database import db_rows
+from tests.support.dc09_panel import kind, spt
+from tests.support.processes import wait_for
+
+pytestmark = pytest.mark.long
+
+SENDERS = 8
+KILL_AFTER_ACKS = 1500
+LOAD_SECONDS = 3.0
+ANSWER_SECONDS = 2.0
+
+
+def frame_for(account: str, n: int) -> bytes:
+    """Frame ``n`` of ``account``: an E130 whose area and zone spell ``n``."""
+    payload = dc05_msg.dc05event(
+        account, {"code": "130", "area": str(n // 1000), "zone": str(n % 1000)}
+    )
+    return spt(account).dc09block(n % 9999 + 1, "ADM-CID", payload).encode()
+
+
+def identity(account: str, n: int) -> tuple[str, str, str]:
+    return account, str(n // 1000).zfill(2), str(n % 1000).zfill(3)
+
+
+@dataclass
+class Senders:
+    port: int
+    acked: set[tuple[str, int]] = field(default_factory=set)
+    sent: set[tuple[str, int]] = field(default_factory=set)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, account: str) -> None:
+        n = 0
+        sock: socket.socket | None = None
+        while not self.stop.is_set():
+            try:
+                if sock is None:
+                    sock = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+                with self.lock:
+                    self.sent.add((account, n))
+                sock.sendall(frame_for(account, n))
+                answers = dc09_panel.read_answers(sock, 1, timeout=ANSWER_SECONDS)
+                if answers and kind(answers[0]) == "ACK":
+                    with self.lock:
+                        self.acked.add((account, n))
+                    n += 1
+                elif not answers:  # no answer: send it again, as a panel does
+                    sock.close()
+                    sock = None
+            except OSError:
+                if sock is not None:
+                    sock.close()
+                sock = None
+                time.sleep(0.05)
+        if sock is not None:
+            sock.close()
+
+
+def stored(data_dir: Path) -> Counter[tuple[str, str, str]]:
+    rows = db_rows(data_dir, "SELECT panel, area, zone FROM signal WHERE destination = 'dc09'")
+    return Counter((r["panel"], r["area"], r["zone"]) for r in rows)
+
+
+@pytest.mark.parametrize("victim", ["node", "writer"])
+def test_every_acked_frame_is_stored_exactly_once(tmp_path: Path, victim: str) -> None:
+    dc09_panel.provision(tmp_path)
+    server, panel = dc09_panel.start(tmp_path)
+    load = Senders(panel.port)
+    accounts = [f"8{i:03d}" for i in range(SENDERS)]
+    threads = [threading.Thread(target=load.run, args=(a,), daemon=True) for a in accounts]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + LOAD_SECONDS
+        while len(load.acked) < KILL_AFTER_ACKS and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(load.acked) >= 100, "too few ACKs before the kill for a meaningful test"
+        assert server.process is not None
+        if victim == "node":
+            writer = wait_for_writer(server)
+            server.process.send_signal(signal.SIGKILL)
+            server.process.wait(timeout=30)
+            load.stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+            wait_for(lambda: not _alive(writer), "the writer process ends with its node")
+            server, panel = dc09_panel.start(tmp_path)  # a restart on the same data
+        else:
+            writer = wait_for_writer(server)
+            os.kill(writer, signal.SIGKILL)
+            wait_for_writer(server, not_pid=writer)
+            acked_then = len(load.acked)
+            wait_for(lambda: len(load.acked) > acked_then + 100, "ACKs again after the restart")
+            load.stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+        counts = stored(tmp_path)
+        acked = [identity(a, n) for a, n in load.acked]
+        missing = [x for x in acked if counts[x] == 0]
+        assert not missing, f"{len(missing)} ACKed frames were not stored: {missing[:5]}"
+        twice = [x for x, c in counts.items() if c > 1]
+        assert not twice, f"stored more than once: {twice[:5]}"
+        # every frame sent before and during the kill, sent again: ACKed, still stored once
+        by_account: dict[str, list[int]] = {}
+        for account, n in sorted(load.sent):
+            by_account.setdefault(account, []).append(n)
+        for account, numbers in by_account.items():
+            for start in range(0, len(numbers), 200):
+                chunk = numbers[start : start + 200]
+                answers = panel.tcp([frame_for(account, n) for n in chunk])
+                assert [kind(a) for a in answers] == ["ACK"] * len(chunk)
+        counts = stored(tmp_path)
+        assert all(counts[identity(a, n)] == 1 for a, n in load.sent)
+        assert sum(counts.values()) == len(load.sent)
+    finally:
+        load.stop.set()
+        server.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,242 @@
+"""Real ``alarmhub`` processes for tests: a server on a free port, the command line as a user
+runs it, a provisioned station, and polling without timing assertions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from click.testing import CliRunner
+from sqlalchemy import Connection
+from sqlalchemy.engine import Engine
+
+from alarmhub.cli import main
+from alarmhub.store import operations
+from tests.support.database import database_url
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_in_process = threading.Lock()
+
+
+def _command_env(data_dir: Path, env: dict[str, str] | None) -> dict[str, str]:
+    """What a command runs with: the data directory (its database made first, unless ``env``
+    names another) and ``env``."""
+    if "ALARMHUB_DATABASE_URL" not in (env or {}):
+        database_url(data_dir)
+    return {"ALARMHUB_DATA_DIR": str(data_dir), **(env or {})}
+
+
+def cli(
+    data_dir: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``alarmhub ARGS...`` against ``data_dir`` in this process, through click's
+    ``CliRunner`` (the same command function the installed entry point calls; ``cli_process``
+    runs the entry point itself). Calls from several threads take turns."""
+    full_env = _command_env(data_dir, env)
+    with _in_process:
+        result = CliRunner().invoke(main, list(args), input=stdin, env=full_env)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        assert result.exc_info is not None
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    done = subprocess.CompletedProcess(["alarmhub", *args], result.exit_code, result.stdout, stderr)
+    return _checked(done, check)
+
+
+def cli_process(
+    data_dir: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed entry point, ``python -m alarmhub ARGS...``, as a user would."""
+    full_env = {**os.environ, **_command_env(data_dir, env)}
+    result = subprocess.run(
+        [sys.executable, "-m", "alarmhub", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=stdin,
+        timeout=60,
+    )
+    return _checked(result, check)
+
+
+def _checked(
+    result: subprocess.CompletedProcess[str], check: bool
+) -> subprocess.CompletedProcess[str]:
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"alarmhub {' '.join(result.args[1:])} exited {result.returncode}:\n"
+            f"{result.stdout}{result.stderr}"
+        )
+    return result
+
+
+def cli_json(data_dir: Path, *args: str) -> object:
+    return json.loads(cli(data_dir, *args, "--json").stdout)
+
+
+@dataclass
+class Server:
+    """An ``alarmhub serve`` process on a free port."""
+
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> Server:
+        self.log_path = self.data_dir / f"server-{self.port}.log"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if "ALARMHUB_DATABASE_URL" not in self.env:
+            # --demo provisions only a new database: leave it unmigrated for the node
+            database_url(self.data_dir, migrated="--demo" not in self.extra_args)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "alarmhub",
+                "serve",
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--data-dir",
+                str(self.data_dir),
+                *self.extra_args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"server exited {self.process.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"server did not become healthy:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=timeout)
+        return code
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+@dataclass
+class Station:
+    """A provisioned data directory with a running server and a token for driver ``rx1``."""
+
+    server: Server
+    token: str
+    data_dir: Path
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def post(
+        self,
+        body: object,
+        pair: str = "site1:rx1",
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        all_headers = {"Authorization": f"Bearer {token or self.token}", **(headers or {})}
+        if isinstance(body, bytes | str):
+            return httpx.post(
+                f"{self.url}/rx/{pair}/contact_id", content=body, headers=all_headers, timeout=10
+            )
+        return httpx.post(
+            f"{self.url}/rx/{pair}/contact_id", json=body, headers=all_headers, timeout=10
+        )
+
+
+def provision(data_dir: Path) -> str:
+    """Drivers rx1 and rx2, a token for rx1 that may beat site1:rx1; returns the token."""
+    cli(data_dir, "driver", "add", "rx1")
+    cli(data_dir, "driver", "add", "rx2")
+    created = cli_json(
+        data_dir,
+        "token",
+        "create",
+        "--name",
+        "main",
+        "--driver",
+        "rx1",
+        "--heartbeat",
+        "site1:rx1",
+    )
+    assert isinstance(created, dict)
+    return str(created["token"])
+
+
+def wait_for(
+    condition: Callable[[], T | None], what: str, seconds: float = 10.0, every: float = 0.05
+) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that; fail only when it
+    never does within ``seconds`` (a generous deadline, never a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"never happened within {seconds} s: {what}"
+        time.sleep(every)
+
+
+class Runner:
+    """What in-process code needs of the node's writer: a write transaction off the loop."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def run(self, work: Callable[[Connection], Any]) -> Any:
+        return await asyncio.to_thread(operations.run, self.engine, work)
