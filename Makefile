@@ -4,10 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= var
 LISTEN ?= 127.0.0.1:8080
-# the PostgreSQL server of the second run of the suite (each test gets a database of its own)
+# the PostgreSQL server of the suite's PostgreSQL tests (each gets a database of its own)
 ALARMHUB_TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
+export ALARMHUB_TEST_DATABASE_URL
+# pytest-xdist workers: the tests mostly wait on servers and processes, so twice the cores
+JOBS ?= 4
 
-.PHONY: run test test-sqlite test-postgres lint unit fuzz bench clean
+.PHONY: run test lint unit coverage fuzz bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,22 +32,20 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 unit: $(VENV)/.installed-test
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q tests/unit
 
-test: lint test-sqlite test-postgres
+# the whole suite in one run on $(JOBS) workers: unit, e2e and the browser on SQLite; store and
+# crash tests on SQLite and on PostgreSQL (tests/conftest.py); PostgreSQL-only tests on it
+test: lint
+	$(BIN)/pytest -q -n $(JOBS)
 
-test-sqlite: $(VENV)/.installed-test
-	@echo "== the suite on SQLite"
-	env -u ALARMHUB_TEST_DATABASE_URL $(BIN)/pytest -q
-
-test-postgres: $(VENV)/.installed-test
-	@if ALARMHUB_TEST_DATABASE_URL="$(ALARMHUB_TEST_DATABASE_URL)" $(BIN)/python -m tests.postgres_reachable; then \
-	  echo "== the suite on PostgreSQL"; \
-	  ALARMHUB_TEST_DATABASE_URL="$(ALARMHUB_TEST_DATABASE_URL)" $(BIN)/pytest -q; \
-	else \
-	  echo "== SKIPPED: the suite on PostgreSQL did not run (no server answered at ALARMHUB_TEST_DATABASE_URL);"; \
-	  echo "   set ALARMHUB_TEST_DATABASE_URL to a PostgreSQL server to run it"; \
-	fi
+# line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
+coverage: $(VENV)/.installed-test
+	rm -f .coverage .coverage.*
+	$(BIN)/coverage run -m pytest -q -n $(JOBS)
+	$(BIN)/coverage combine -q
+	$(BIN)/coverage report --skip-covered --sort=cover | tail -25
+	$(BIN)/coverage html -q
 
 # every wire parser fuzzed in-process, 100,000 inputs each (ALARMHUB_FUZZ_EXAMPLES to change);
 # not part of `make test` (it takes about half an hour on two cores): tests/fuzz/README.md
@@ -55,4 +56,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* htmlcov

@@ -10,7 +10,7 @@ read from the database afterwards (every signal comes from an account of its own
 
 Setting: a fresh temporary data directory provisioned with the real CLI (driver, token, dnis
 ``1234`` with mask ``7#####``, accounts imported from CSV), an operator made with
-``store.operations.add_operator``, ``--pending`` alarms already pending (so every snapshot the
+``store.operators.add_operator``, ``--pending`` alarms already pending (so every snapshot the
 live feed pushes carries them all, and the page re-sorts a table that long), and the console
 signed in as that operator set to Not Receiving (nothing is handed out). The node, Chromium and
 this script share the machine.
@@ -42,7 +42,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import Page, sync_playwright
 
-from alarmhub.store import operations as store_ops
+from alarmhub.store import operators
 from alarmhub.store.engine import open_engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def provision(data_dir: Path, accounts: int) -> str:
     alarmhub(data_dir, "account", "import", str(accounts_csv))
     engine = open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
     try:
-        store_ops.add_operator(engine, OPERATOR, "Bench Operator", "operator", PASSWORD)
+        operators.add_operator(engine, OPERATOR, "Bench Operator", "operator", PASSWORD)
     finally:
         engine.dispose()
     return str(token)
