@@ -4,8 +4,10 @@ runs it, a provisioned station, and polling without timing assertions."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -13,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,10 +33,41 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 T = TypeVar("T")
 
 
+# Ports for test servers come from below the kernel's ephemeral range (32768 and up on Linux), so
+# no outgoing connection of any test can take one between the check and the server's bind; each
+# xdist worker has its own slice, so no two workers hand out the same port.
+_PORTS_FROM, _PORTS_PER_WORKER, _WORKER_SLICES = 20_000, 1_500, 8
+
+
+def _port_sequence() -> Iterator[int]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = (
+        _PORTS_FROM + (int(worker) % _WORKER_SLICES if worker.isdigit() else 0) * _PORTS_PER_WORKER
+    )
+    start = random.randrange(_PORTS_PER_WORKER)  # a rerun does not meet its predecessor's ports
+    return (first + (start + i) % _PORTS_PER_WORKER for i in itertools.count())
+
+
+_ports = _port_sequence()
+
+
+def _bindable(port: int) -> bool:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):  # DC-09 listens on both
+        with socket.socket(socket.AF_INET, kind) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port no one listens on, TCP or UDP, that no other test of this run is handed."""
+    for _ in range(_PORTS_PER_WORKER):
+        port = next(_ports)
+        if _bindable(port):
+            return port
+    raise AssertionError("no free port left in this worker's slice")
 
 
 _in_process = threading.Lock()

@@ -356,6 +356,7 @@
   function showReceiving(receiving) {
     state.receiving = receiving;
     const button = $("#receiving");
+    button.disabled = false;  // disabled until the status is known: a click then would guess
     if (receiving === null) {
       button.className = "receiving signed-off";
       button.textContent = "Signed off: sign on";
