@@ -19,6 +19,7 @@ from alarmhub.core import operations as ops
 from alarmhub.core.account import Account
 from alarmhub.core.operations import Action, AlarmState, Refusal
 from alarmhub.core.router import RoutePath
+from alarmhub.core.sign_in import session_expires_us
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.core.tokens import token_hash
 from alarmhub.store import (
@@ -381,7 +382,7 @@ def test_sign_in_and_sessions(engine: Engine) -> None:
         found = sessions.session_operator(conn, token, T0 + SECOND)
         assert found is not None and found.code == "001"
         assert sessions.session_operator(conn, token + "x", T0) is None
-        expired = T0 + sessions.SESSION_HOURS * 3600 * SECOND
+        expired = session_expires_us(T0)
         assert sessions.session_operator(conn, token, expired) is None
         stored = conn.execute(select(s.console_session.c.token_hash)).scalars().all()
     assert token not in stored, "only a hash of the cookie is kept"
@@ -411,7 +412,7 @@ def test_a_new_password_ends_sessions_and_sign_in_purges_expired_ones(engine: En
     _, token = sign_in(engine, "001", PASSWORD, T0)
     _, old = sign_in(engine, "002", PASSWORD, T0)
     assert operator_access.set_password(engine, "001", "a-new-password", T0 + SECOND) == 1
-    later = T0 + sessions.SESSION_HOURS * 3600 * SECOND
+    later = session_expires_us(T0)
     sign_in(engine, "001", "a-new-password", later)  # 002's session expired meanwhile
     with engine.connect() as conn:
         assert sessions.session_operator(conn, token, T0 + SECOND) is None

@@ -19,6 +19,7 @@ from alarmhub.cli.output import (
     table,
     when,
 )
+from alarmhub.core.dc09 import line_name
 from alarmhub.core.supervision import dc09_interval_s, dc09_state
 
 
@@ -162,7 +163,7 @@ def dc09_account_list(data_dir: Path | None, as_json: bool) -> None:
                 "supervision_s": interval,
                 "last_message": when(row["last_message_us"]),
                 "last_message_us": row["last_message_us"],
-                "line": f"R{row['receiver']}L{row['line']}" if row["receiver"] else None,
+                "line": line_name(row["receiver"], row["line"]) if row["receiver"] else None,
                 "state": dc09_state(interval, row["last_message_us"], failed),
                 "failed_since": when(row["failed_us"]),
                 "alarm_id": row["alarm_id"],

@@ -24,15 +24,14 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from alarmhub.core.sign_in import SESSION_SECONDS
 from alarmhub.core.tokens import token_hash
-from alarmhub.store.sessions import SESSION_HOURS
 
 SESSION_COOKIE = "alarmhub_session"
 LOGIN_COOKIE = "alarmhub_login"
 CSRF_HEADER = "x-csrf-token"
 CONSOLE_PATH = "/console"
 LOGIN_PATH = "/console/login"
-SESSION_SECONDS = SESSION_HOURS * 3600
 LOGIN_FORM_SECONDS = 3600
 MAX_TOKEN_CHARS = 128
 _CSRF_PURPOSE = b"alarmhub console csrf v1"

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09
+from alarmhub.core import dc09, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -234,7 +234,7 @@ class Router:
         if verdict is not RunawayVerdict.NORMAL:
             if verdict is RunawayVerdict.TRIGGERED:
                 self.raise_alarm(
-                    repo, RUNAWAY, account, f"{RUNAWAY.name} {self.runaway.text}", now_us, signal
+                    repo, RUNAWAY, account, system_alarms.runaway(self.runaway.text), now_us, signal
                 )
             repo.add_history(_event(signal, account, kind, RoutePath.RUNAWAY))
             if known and signal.code == f"E{TEST_REPORT}":
@@ -251,7 +251,7 @@ class Router:
                 category=OPERATOR_HANDLED,
                 priority=min(priority, UNKNOWN_ACCOUNT.priority),
                 color=UNKNOWN_ACCOUNT.color,
-                text=_cut(f"{UNKNOWN_ACCOUNT.name} {text}"),
+                text=_cut(system_alarms.unknown_account(text)),
                 second_zone_is=kind.second_zone_is,
             )
             history = _event(signal, account, unknown, RoutePath.UNKNOWN)

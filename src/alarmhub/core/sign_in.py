@@ -1,5 +1,9 @@
-"""The console's sign-in throttle: failures counted per (client address, operator code), and the
-wait they earn. Pure rules over times given by the caller; the console holds one per node.
+"""The console's sign-in rules: how long a session lasts, and the throttle: failures counted per
+(client address, operator code), and the wait they earn. Pure rules over times given by the
+caller; the console holds one throttle per node.
+
+A session lasts ``SESSION_HOURS`` from its sign-in, a twelve-hour shift; then the operator signs
+in again. The session's cookie lives exactly as long.
 
 A pair's first ``FREE_FAILURES`` failures in ``WINDOW_SECONDS`` cost nothing. After that the pair
 must wait ``FIRST_WAIT_SECONDS`` after its last failure, doubling with every further failure up
@@ -13,6 +17,17 @@ from __future__ import annotations
 
 import ipaddress
 from collections import OrderedDict, deque
+
+from alarmhub.core import units
+
+SESSION_HOURS = 12
+SESSION_SECONDS = SESSION_HOURS * 60 * 60
+
+
+def session_expires_us(signed_in_us: int) -> int:
+    """When a session opened at ``signed_in_us`` ends: from then on it lets no one in."""
+    return signed_in_us + units.hours_us(SESSION_HOURS)
+
 
 FREE_FAILURES = 5
 WINDOW_SECONDS = 15 * 60.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from alarmhub.core.dc09 import DESTINATION, TOKEN_NAME
+from alarmhub.core.dc09 import DESTINATION, TOKEN_NAME, line_name
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09 import answer, events, message
 from alarmhub.dc09.frame import RawFrame
@@ -111,7 +111,7 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
 
 def source(msg: Message) -> str:
     """The ``source`` of a DC-09 signal: its receiver and line, ``R0L0`` when it names none."""
-    return f"R{msg.receiver_number}L{msg.line_number}"
+    return line_name(msg.receiver_number, msg.line_number)
 
 
 def retry_key(decision: Decision, index: int) -> str:

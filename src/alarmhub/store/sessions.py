@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, delete, insert, select
 
-from alarmhub.core import units
 from alarmhub.core.operations import Operator, Refusal
+from alarmhub.core.sign_in import session_expires_us
 from alarmhub.core.tokens import token_hash
 from alarmhub.store import schema
 from alarmhub.store.operators import HASHER, OPERATOR, operator_from_row
 
-SESSION_HOURS = 12
 SESSION = schema.console_session.c
 
 
@@ -78,7 +77,7 @@ def sign_in(conn: Connection, check: PasswordCheck, now_us: int) -> tuple[Operat
             token_hash=token_hash(token),
             operator=code,
             created_us=now_us,
-            expires_us=now_us + units.hours_us(SESSION_HOURS),
+            expires_us=session_expires_us(now_us),
         )
     )
     return operator_from_row(row), token

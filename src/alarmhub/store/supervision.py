@@ -15,9 +15,10 @@ import logging
 from sqlalchemy import BigInteger, Connection, cast, func, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.core import units
+from alarmhub.core import system_alarms, units
 from alarmhub.core.alarm_types import COMMUNICATION_FAILURE, FAIL_TO_TEST, SOURCE_FAILURE
 from alarmhub.core.dc09 import DESTINATION as DC09_DESTINATION
+from alarmhub.core.dc09 import line_name
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import Router, StoredSignal
 from alarmhub.core.supervision import test_overdue
@@ -72,7 +73,9 @@ class Supervision:
         for account, interval_s, last in rows:
             if not test_overdue(last, interval_s, self._test_grace_s, now_us):
                 continue
-            alarm_id = Router.raise_alarm(repo, FAIL_TO_TEST, account, FAIL_TO_TEST.name, now_us)
+            alarm_id = Router.raise_alarm(
+                repo, FAIL_TO_TEST, account, system_alarms.fail_to_test(), now_us
+            )
             conn.execute(
                 update(schema.account)
                 .where(ACCOUNT.account_number == account)
@@ -90,7 +93,7 @@ class Supervision:
             )
         ).all()
         for source, destination in failed:
-            text = f"{SOURCE_FAILURE.name} {source}:{destination}"
+            text = system_alarms.source_failure(source, destination)
             alarm_id = Router.raise_alarm(repo, SOURCE_FAILURE, "", text, now_us)
             conn.execute(
                 update(schema.heartbeat)
@@ -108,7 +111,7 @@ class Supervision:
             )
         ).all()
         for source, destination, alarm_id in back:
-            text = f"{SOURCE_FAILURE.name} {source}:{destination}"
+            text = system_alarms.source_failure(source, destination)
             Router.restore_alarm(repo, SOURCE_FAILURE, alarm_id, "", text, now_us)
             conn.execute(
                 update(schema.heartbeat)
@@ -144,10 +147,11 @@ class Supervision:
             number = apply_mask(mask, dc09_account) if mask is not None else None
             account = number if number and repo.account_exists(number) else ""
             # where the alarm comes from, as an operator reads it on a signal's alarm
+            where = line_name(receiver, line)
             origin = StoredSignal(
-                0, f"R{receiver}L{line}", DC09_DESTINATION, dnis, dc09_account, "", "", "", now_us
+                0, where, DC09_DESTINATION, dnis, dc09_account, "", "", "", now_us
             )
-            text = f"{COMMUNICATION_FAILURE.name} DC09 #{dc09_account} {origin.source}"
+            text = system_alarms.communication_failure(dc09_account, receiver, line)
             alarm_id = Router.raise_alarm(
                 repo, COMMUNICATION_FAILURE, account, text, now_us, origin
             )
@@ -164,7 +168,7 @@ class Supervision:
             raised_on = conn.execute(
                 select(schema.alarm.c.account_number).where(schema.alarm.c.alarm_id == alarm_id)
             ).scalar()
-            text = f"{COMMUNICATION_FAILURE.name} DC09 #{dc09_account} R{receiver}L{line}"
+            text = system_alarms.communication_failure(dc09_account, receiver, line)
             Router.restore_alarm(
                 repo, COMMUNICATION_FAILURE, alarm_id, raised_on or "", text, now_us
             )

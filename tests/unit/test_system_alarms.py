@@ -1,0 +1,21 @@
+"""The texts of the alarms the station raises itself, as operators and integrators read them."""
+
+from __future__ import annotations
+
+from alarmhub.core import system_alarms
+from alarmhub.core.dc09 import line_name
+
+
+def test_each_text_starts_with_its_alarm_type_and_names_what_it_is_about() -> None:
+    assert system_alarms.fail_to_test() == "FAIL TO TEST"
+    assert system_alarms.source_failure("site1", "rx1") == "SOURCE FAILURE site1:rx1"
+    assert (
+        system_alarms.communication_failure("1234", 1, 2) == "COMMUNICATION FAILURE DC09 #1234 R1L2"
+    )
+    assert system_alarms.runaway("30 signals in 5 min") == "RUNAWAY 30 signals in 5 min"
+    assert system_alarms.unknown_account("BURGLARY Z015") == "UNKNOWN ACCOUNT BURGLARY Z015"
+
+
+def test_a_dc09_line_reads_receiver_then_line() -> None:
+    assert line_name(0, 0) == "R0L0"
+    assert line_name("12", "3") == "R12L3"
