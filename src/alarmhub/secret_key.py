@@ -14,13 +14,10 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken
 
 from alarmhub import files
+from alarmhub.core.errors import SecretKeyError
 
 FILE_NAME = "secret.key"
 ENVIRONMENT = "ALARMHUB_SECRET_KEY"
-
-
-class SecretKeyError(RuntimeError):
-    """The key is missing, malformed, or not the one the data was encrypted with."""
 
 
 def load(data_dir: Path) -> Fernet:

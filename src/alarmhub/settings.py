@@ -10,14 +10,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from alarmhub.core.errors import SettingsError
 from alarmhub.core.runaway import DEFAULT_LIMIT, DEFAULT_MINUTES
 from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
 
 CONFIG_FILE = "alarmhub.toml"
-
-
-class SettingsError(ValueError):
-    """A setting has a value alarmhub cannot use."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -470,7 +470,7 @@ def test_send_json_prints_the_envelope(station: Station) -> None:
     assert len(stored(station, panel)) == 1
 
 
-SEND_REFUSALS: list[tuple[str, tuple[str, ...], errors.Refusal]] = [
+SEND_REFUSALS: list[tuple[str, tuple[str, ...], errors.ActionRefused]] = [
     ("site1:rx1", ("--code", "E999"), errors.CODE_INVALID),
     ("site1:rx1", ("--zone", "1000"), errors.ZONE_INVALID),
     ("site1:rx1", ("--area", "x"), errors.AREA_INVALID),

@@ -17,7 +17,8 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.core import operations as ops
 from alarmhub.core.account import Account
-from alarmhub.core.operations import Action, AlarmState, Refusal
+from alarmhub.core.errors import ActionRefused, ProvisioningError
+from alarmhub.core.operations import Action, AlarmState
 from alarmhub.core.router import RoutePath
 from alarmhub.core.sign_in import session_expires_us
 from alarmhub.core.signal import Signal, SignalFields
@@ -97,8 +98,8 @@ def operator_records(engine: Engine, alarm_id: int | None = None) -> list[dict[s
         return [dict(r) for r in conn.execute(query.order_by(h.event_id)).mappings()]
 
 
-def refusal(work: Any) -> Refusal:
-    with pytest.raises(Refusal) as caught:
+def refusal(work: Any) -> ActionRefused:
+    with pytest.raises(ActionRefused) as caught:
         work()
     return caught.value
 
@@ -335,7 +336,7 @@ def test_station_resolution_codes(engine: Engine) -> None:
     with engine.connect() as conn:
         codes = resolutions.resolution_codes(conn)
     assert codes["FA"] == ops.DEFAULT_RESOLUTIONS["FA"] and "TEST" in codes
-    with pytest.raises(provisioning.ProvisioningError, match="invalid resolution code"):
+    with pytest.raises(ProvisioningError, match="invalid resolution code"):
         resolutions.set_resolution(engine, "bad code", "x", T0)
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from alarmhub.clock import now_us
-from alarmhub.core.operations import Action, AlarmState, Refusal
+from alarmhub.core.errors import ActionRefused
+from alarmhub.core.operations import Action, AlarmState
 from alarmhub.core.router import RoutePath
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import handling, operations, operators, sqlite
@@ -63,7 +64,7 @@ def _work(url: str, codes: list[str], start: Any, outcome: Any) -> None:
                     taken = operations.run(
                         engine, lambda c, i=picked: handling.take(c, code, i, now_us())
                     )
-            except Refusal as refused:  # another operator was quicker
+            except ActionRefused as refused:  # another operator was quicker
                 if refused.code not in ("OPS-TAKEN", "OPS-STATE"):
                     raise
                 refusals.append(refused.code)

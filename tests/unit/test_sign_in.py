@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from alarmhub.console.security import SESSION_SECONDS, Busy, FairChecks
+from alarmhub.console.security import SESSION_SECONDS, FairChecks
 from alarmhub.core import sign_in, units
+from alarmhub.core.errors import SignInBusy
 
 
 def test_a_session_lasts_a_twelve_hour_shift_and_its_cookie_as_long() -> None:
@@ -47,7 +48,7 @@ def test_password_checks_take_turns_between_addresses() -> None:
                 async with checks.turn(address):
                     order.append(address)
                     await asyncio.sleep(0.01)
-            except Busy as busy:
+            except SignInBusy as busy:
                 refused.append(busy.per_address)
 
         tasks = [asyncio.create_task(one("attacker")) for _ in range(6)]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from alarmhub.core import units
+from alarmhub.core.errors import ActionRefused, ProvisioningError, SecretKeyError, SettingsError
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
@@ -96,7 +97,7 @@ def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
 
     try:
         return settings_module.load(data_dir, **overrides)
-    except settings_module.SettingsError as exc:
+    except SettingsError as exc:
         raise CommandError(str(exc)) from None
 
 
@@ -120,7 +121,7 @@ def station_key(data_dir: Path | None) -> Fernet:
     settings = load_settings(data_dir)
     try:
         return secret_key.load(settings.data_dir)
-    except secret_key.SecretKeyError as exc:
+    except SecretKeyError as exc:
         raise CommandError(str(exc)) from None
 
 
@@ -134,10 +135,7 @@ def provisioning_errors(func: F) -> F:
         except click.ClickException:
             raise
         except Exception as exc:
-            from alarmhub.core.operations import Refusal
-            from alarmhub.store.provisioning import ProvisioningError
-
-            if isinstance(exc, Refusal | ProvisioningError):
+            if isinstance(exc, ActionRefused | ProvisioningError):
                 raise CommandError(str(exc)) from None
             raise
 

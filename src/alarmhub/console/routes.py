@@ -3,7 +3,7 @@
 
 The routes translate HTTP to calls of the store's services (``store.handling``,
 ``store.sessions``, ...) and back; the rules are the service layer's. Refusals answer the
-envelope ``{"status_code", "status": "error", "error_code", "message"}`` with the Refusal's
+envelope ``{"status_code", "status": "error", "error_code", "message"}`` with the ActionRefused's
 code, message and status; input the API cannot read answers 422 ``CONSOLE-INPUT`` and changes
 nothing.
 """
@@ -34,8 +34,8 @@ from alarmhub.clock import now_us
 from alarmhub.console import inputs, pages, security, views
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.core import errors
-from alarmhub.core.errors import BadInput, StoreUnavailable
-from alarmhub.core.operations import Operator, Refusal, operator_code_problem
+from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
+from alarmhub.core.operations import Operator, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import handling, operations, operators, queries, resolutions, sessions
 
@@ -164,7 +164,7 @@ class Console:
                 data = await handler(request, session)
             except BadInput as exc:
                 return error("CONSOLE-INPUT", exc.message, 422)
-            except Refusal as refusal:
+            except ActionRefused as refusal:
                 if writes:
                     log.info(
                         "console action refused",
@@ -239,12 +239,12 @@ class Console:
                 check = await self.read(lambda c: sessions.check_password(c, code, password))
             if check.matched:
                 operator, token = await self.write(partial(_sign_in, check))
-        except security.Busy as busy:
+        except SignInBusy as busy:
             log.warning("console sign-ins queued", extra={**who, "per_address": busy.per_address})
             if busy.per_address:
                 return _refused(form_token, BUSY_ADDRESS, 429, 1.0)
             return _refused(form_token, BUSY_NODE, 503, 1.0)
-        except Refusal as refusal:  # the operator changed between the check and the session
+        except ActionRefused as refusal:  # the operator changed between the check and the session
             check = sessions.PasswordCheck(code, False, refusal.code)
         except (StoreUnavailable, SQLAlchemyError) as exc:
             log.warning("console sign-in failed", extra={"error": repr(exc)})

@@ -24,6 +24,7 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
+from alarmhub.core.errors import SignInBusy
 from alarmhub.core.sign_in import SESSION_SECONDS
 from alarmhub.core.tokens import token_hash
 
@@ -132,21 +133,12 @@ def secure_headers(response: R, store: bool = False) -> R:
     return response
 
 
-class Busy(Exception):
-    """No room to wait for a password check: ``per_address`` is True when it is the client
-    address's own share that is full, False when the whole node's queue is."""
-
-    def __init__(self, per_address: bool) -> None:
-        super().__init__("busy")
-        self.per_address = per_address
-
-
 class FairChecks:
     """Password checks (Argon2: about 0.1 s of CPU and 64 MiB each) shared fairly between
     client addresses: at most ``slots`` at once on the node and one at a time per address, the
     next one taken from the waiting addresses in turn. One address holds at most
     ``per_address`` places (waiting or running) and the node at most ``total``; beyond that an
-    attempt is refused at once (:class:`Busy`), so a burst from one address never makes
+    attempt is refused at once (:class:`SignInBusy`), so a burst from one address never makes
     another address wait behind it."""
 
     def __init__(self, slots: int = 2, per_address: int = 8, total: int = 256) -> None:
@@ -160,11 +152,11 @@ class FairChecks:
 
     @asynccontextmanager
     async def turn(self, address: str) -> AsyncIterator[None]:
-        """Wait for this address's turn and hold a slot meanwhile; :class:`Busy` when full."""
+        """Wait for this address's turn and hold a slot meanwhile; :class:`SignInBusy` when full."""
         if self._held.get(address, 0) >= self.per_address:
-            raise Busy(per_address=True)
+            raise SignInBusy(per_address=True)
         if self._places >= self.total:
-            raise Busy(per_address=False)
+            raise SignInBusy(per_address=False)
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(address, deque()).append(ready)
         self._held[address] = self._held.get(address, 0) + 1

@@ -7,18 +7,21 @@ The exceptions::
     ├── StoreUnavailable       the database or the writer cannot take the work now:
     │                          signaling 503 STORE-1, console 503 CONSOLE-STORE, DC-09 no
     │                          answer (the panel sends again)
+    ├── ActionRefused          an action the alarm life cycle or the operator rules refuse:
+    │                          its OPS-* code and HTTP status (console), a one-line error (CLI)
     ├── BadInput               console input the API cannot read: 422 CONSOLE-INPUT
-    └── QueryRefused           a request the query interface refuses, with its body and status
+    ├── SignInBusy             no room to wait for a password check: 429 (console)
+    ├── QueryRefused           a request the query interface refuses, with its body and status
+    ├── ProvisioningError      a provisioning request that cannot be carried out (CLI, files)
+    ├── SettingsError          a setting alarmhub cannot use (start-up, CLI)
+    └── SecretKeyError         the station's key is missing, malformed or not the data's
+
+``ProvisioningError`` and ``SettingsError`` are also ``ValueError``s, ``SecretKeyError`` a
+``RuntimeError``. Errors of configuration never reach a wire; the command line reports them.
 
 Not raised but returned, so that a refused signal costs no exception::
 
     SignalRefusal              why a signal or heartbeat was refused: the table below
-
-The alarm life cycle's refusals (``OPS-*``, with their status) are
-:class:`alarmhub.core.operations.Refusal`, beside the rules that raise them. Errors of
-configuration never reach a wire; the command line reports them: ``SettingsError``
-(:mod:`alarmhub.settings`), ``SecretKeyError`` (:mod:`alarmhub.secret_key`),
-``ProvisioningError`` (:mod:`alarmhub.store.provisioning`).
 
 Each interface renders its errors in one place: the signaling interface, and the HTTP errors
 of every listener (404, 405, ...), the JSON :func:`envelope` (``rx.routes.error_response``);
@@ -41,12 +44,34 @@ class StoreUnavailable(AlarmhubError):
     """The database could not be reached or written."""
 
 
+class ActionRefused(AlarmhubError):
+    """An action the rules refuse; ``code`` is stable for programs, ``message`` is for people.
+    A refusal that is ``recorded`` keeps what its transaction wrote; any other refusal changes
+    nothing. (Sign-in failures are counted by ``core.sign_in``'s throttle, not written.)"""
+
+    def __init__(self, code: str, message: str, status: int = 409, recorded: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.recorded = recorded
+
+
 class BadInput(AlarmhubError):
     """Input the console API cannot use (answered 422 CONSOLE-INPUT)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class SignInBusy(AlarmhubError):
+    """No room to wait for a password check: ``per_address`` is True when it is the client
+    address's own share that is full, False when the whole node's queue is."""
+
+    def __init__(self, per_address: bool) -> None:
+        super().__init__("busy")
+        self.per_address = per_address
 
 
 class QueryRefused(AlarmhubError):
@@ -56,6 +81,18 @@ class QueryRefused(AlarmhubError):
         super().__init__(body.get("message") or body.get("ERROR_CODE"))
         self.body = body
         self.status = status
+
+
+class ProvisioningError(AlarmhubError, ValueError):
+    """A provisioning request that cannot be carried out; the text is for the user."""
+
+
+class SettingsError(AlarmhubError, ValueError):
+    """A setting has a value alarmhub cannot use."""
+
+
+class SecretKeyError(AlarmhubError, RuntimeError):
+    """The key is missing, malformed, or not the one the data was encrypted with."""
 
 
 def envelope(status_code: int, error_code: str, message: str) -> dict[str, Any]:

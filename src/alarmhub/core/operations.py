@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from alarmhub.core import units
+from alarmhub.core.errors import ActionRefused
 
 NOTE_MAX = 2000
 HOLD_MINUTES_MAX = 24 * 60
@@ -91,27 +92,16 @@ DEFAULT_RESOLUTIONS: dict[str, str] = {
 """Shipped resolution codes; a station adds, changes and removes its own."""
 
 
-class Refusal(Exception):
-    """An action the rules refuse; ``code`` is stable for programs, ``message`` is for people.
-    A refusal that is ``recorded`` keeps what its transaction wrote; any other refusal changes
-    nothing. (Sign-in failures are counted by ``core.sign_in``'s throttle, not written.)"""
-
-    def __init__(self, code: str, message: str, status: int = 409, recorded: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.status = status
-        self.recorded = recorded
+def not_found(alarm_id: int) -> ActionRefused:
+    return ActionRefused("OPS-NOTFOUND", f"alarm {alarm_id} does not exist", 404)
 
 
-def not_found(alarm_id: int) -> Refusal:
-    return Refusal("OPS-NOTFOUND", f"alarm {alarm_id} does not exist", 404)
-
-
-def not_pending(alarm_id: int, state: str, opr: str | None) -> Refusal:
+def not_pending(alarm_id: int, state: str, opr: str | None) -> ActionRefused:
     if state == AlarmState.IN_PROCESS and opr:
-        return Refusal("OPS-TAKEN", f"alarm {alarm_id} is already taken by operator {opr}")
-    return Refusal("OPS-STATE", f"alarm {alarm_id} is not pending (it is {_state_text(state)})")
+        return ActionRefused("OPS-TAKEN", f"alarm {alarm_id} is already taken by operator {opr}")
+    return ActionRefused(
+        "OPS-STATE", f"alarm {alarm_id} is not pending (it is {_state_text(state)})"
+    )
 
 
 def _state_text(state: str) -> str:
@@ -161,9 +151,9 @@ def resolution_code_problem(code: str, text: str) -> str | None:
 
 def check_active(operator: Operator) -> None:
     if operator.disabled:
-        raise Refusal("OPS-DISABLED", f"operator {operator.code} is disabled", 403)
+        raise ActionRefused("OPS-DISABLED", f"operator {operator.code} is disabled", 403)
     if not operator.signed_on:
-        raise Refusal("OPS-SIGNON", f"operator {operator.code} is not signed on", 403)
+        raise ActionRefused("OPS-SIGNON", f"operator {operator.code} is not signed on", 403)
 
 
 def check_take(operator: Operator, alarm: AlarmHeld | None, alarm_id: int) -> None:
@@ -182,7 +172,7 @@ def check_holding(operator: Operator, alarm: AlarmHeld | None, alarm_id: int) ->
         raise not_found(alarm_id)
     if alarm.state != AlarmState.IN_PROCESS or alarm.opr != operator.code:
         whose = f"operator {alarm.opr}" if alarm.opr else "no operator"
-        raise Refusal(
+        raise ActionRefused(
             "OPS-NOTYOURS",
             f"alarm {alarm_id} is not in process with you (it is {_state_text(alarm.state)}, "
             f"{whose})",
@@ -194,39 +184,41 @@ def check_take_over(operator: Operator, alarm: AlarmHeld | None, alarm_id: int) 
     """A supervisor takes an in-process or held alarm from another operator."""
     check_active(operator)
     if operator.role not in SUPERVISING_ROLES:
-        raise Refusal("OPS-ROLE", "only a supervisor can take an alarm from another operator", 403)
+        raise ActionRefused(
+            "OPS-ROLE", "only a supervisor can take an alarm from another operator", 403
+        )
     if alarm is None:
         raise not_found(alarm_id)
     if alarm.state not in (AlarmState.IN_PROCESS, AlarmState.ON_HOLD):
-        raise Refusal(
+        raise ActionRefused(
             "OPS-STATE",
             f"alarm {alarm_id} is {_state_text(alarm.state)}: nothing to take over",
         )
     if alarm.opr == operator.code and alarm.state == AlarmState.IN_PROCESS:
-        raise Refusal("OPS-STATE", f"alarm {alarm_id} is already in process with you")
+        raise ActionRefused("OPS-STATE", f"alarm {alarm_id} is already in process with you")
     return alarm
 
 
 def check_hold(minutes: int, reason: str) -> str:
     """The hold's reason, cleaned; refuses zero, negative or too long holds."""
     if not 1 <= minutes <= HOLD_MINUTES_MAX:
-        raise Refusal(
+        raise ActionRefused(
             "OPS-HOLD", f"hold minutes must be 1 to {HOLD_MINUTES_MAX}, not {minutes}", 422
         )
     cleaned = " ".join(reason.split())
     if not cleaned:
-        raise Refusal("OPS-HOLD", "a hold needs a reason", 422)
+        raise ActionRefused("OPS-HOLD", "a hold needs a reason", 422)
     if len(cleaned) > REASON_MAX:
-        raise Refusal("OPS-HOLD", f"hold reason longer than {REASON_MAX} characters", 422)
+        raise ActionRefused("OPS-HOLD", f"hold reason longer than {REASON_MAX} characters", 422)
     return cleaned
 
 
 def check_note(text: str, what: str = "note") -> str:
     cleaned = text.strip()
     if not cleaned:
-        raise Refusal("OPS-NOTE", f"the {what} is empty", 422)
+        raise ActionRefused("OPS-NOTE", f"the {what} is empty", 422)
     if len(cleaned) > NOTE_MAX:
-        raise Refusal("OPS-NOTE", f"{what} longer than {NOTE_MAX} characters", 422)
+        raise ActionRefused("OPS-NOTE", f"{what} longer than {NOTE_MAX} characters", 422)
     return cleaned
 
 
@@ -234,7 +226,7 @@ def check_resolution(code: str, codes: dict[str, str]) -> str:
     """The text of resolution ``code``; refuses codes the station does not have."""
     text = codes.get(code)
     if text is None:
-        raise Refusal("OPS-RESOLUTION", f"unknown resolution code {code!r}", 422)
+        raise ActionRefused("OPS-RESOLUTION", f"unknown resolution code {code!r}", 422)
     return text
 
 

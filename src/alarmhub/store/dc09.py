@@ -17,11 +17,12 @@ from sqlalchemy.engine import Engine
 from alarmhub import secret_key
 from alarmhub.clock import now_us
 from alarmhub.core.dc09 import key_problem
+from alarmhub.core.errors import ProvisioningError, SecretKeyError
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.signal import valid_dnis
 from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
-from alarmhub.store.provisioning import ProvisioningError, bump_revision
+from alarmhub.store.provisioning import bump_revision
 
 ACCOUNT = schema.account.c
 DC09_ACCOUNT = schema.dc09_account.c
@@ -164,7 +165,7 @@ def setups(conn: Connection, station_key: Fernet) -> dict[str, AccountSetup]:
         if stored:
             try:
                 key = bytes.fromhex(secret_key.decrypt(station_key, stored))
-            except secret_key.SecretKeyError as exc:
+            except SecretKeyError as exc:
                 log.error("dc09 key unusable", extra={"dc09_account": account, "error": str(exc)})
                 key = UNUSABLE_KEY
         result[account] = AccountSetup(key, interval)

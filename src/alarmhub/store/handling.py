@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from alarmhub.core import operations as ops
-from alarmhub.core.operations import Action, AlarmState, Operator, Refusal
+from alarmhub.core.errors import ActionRefused
+from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
 from alarmhub.store import provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
@@ -29,7 +30,7 @@ HANDED_PER_PASS = 50
 def sign_on(conn: Connection, code: str, now_us: int, receiving: bool = True) -> None:
     operator = load_operator(conn, code)
     if operator.disabled:
-        raise Refusal("OPS-DISABLED", f"operator {code} is disabled", 403)
+        raise ActionRefused("OPS-DISABLED", f"operator {code} is disabled", 403)
     if not operator.signed_on:
         conn.execute(
             update(schema.operator)
@@ -104,7 +105,7 @@ def take(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, A
     row = _claim(conn, code, alarm_id, now_us)
     if row is None:  # another operator got it between the read and the update
         ops.check_take(operator, _held(conn, alarm_id), alarm_id)
-        raise Refusal("OPS-TAKEN", f"alarm {alarm_id} is already taken")
+        raise ActionRefused("OPS-TAKEN", f"alarm {alarm_id} is already taken")
     _record(conn, code, Action.TAKE, now_us, row)
     provisioning.bump_revision(conn, queries.QUEUE)
     return row
@@ -273,7 +274,7 @@ def take_over(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[s
         .values(state=AlarmState.IN_PROCESS, opr=code, hold_until_us=None)
     ).rowcount
     if changed != 1:
-        raise Refusal("OPS-STATE", f"alarm {alarm_id} changed meanwhile; try again")
+        raise ActionRefused("OPS-STATE", f"alarm {alarm_id} changed meanwhile; try again")
     row = queries.alarm(conn, alarm_id)
     assert row is not None
     _record(conn, code, Action.TAKE_OVER, now_us, row, f"FROM {held.opr or '-'}")
@@ -290,7 +291,7 @@ def resolve(
     text = ops.check_resolution(resolution, resolution_codes(conn))
     note = note.strip()
     if len(note) > ops.NOTE_MAX:
-        raise Refusal("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
+        raise ActionRefused("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
     _, row = _holding(conn, code, alarm_id)
     conn.execute(
         update(schema.alarm)

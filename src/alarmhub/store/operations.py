@@ -14,7 +14,7 @@ from typing import TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.operations import Refusal
+from alarmhub.core.errors import ActionRefused
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.engine import write_transaction
 
@@ -24,11 +24,11 @@ T = TypeVar("T")
 def run(engine: Engine, work: Callable[[Connection], T]) -> T:
     """Run ``work`` in one write transaction. A refusal rolls it back, unless the refusal is
     ``recorded``: then what it wrote is committed, and it is raised after."""
-    refused: Refusal
+    refused: ActionRefused
     with write_transaction(engine) as conn:
         try:
             return work(conn)
-        except Refusal as exc:
+        except ActionRefused as exc:
             if not exc.recorded:
                 raise
             refused = exc

@@ -11,8 +11,9 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import clock
 from alarmhub.core import operations as ops
-from alarmhub.core.operations import AlarmState, Operator, Refusal, Role
-from alarmhub.store import provisioning, schema
+from alarmhub.core.errors import ActionRefused, ProvisioningError
+from alarmhub.core.operations import AlarmState, Operator, Role
+from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
 
 HASHER = PasswordHasher()
@@ -24,7 +25,7 @@ OPERATOR = schema.operator.c
 def hash_password(password: str) -> str:
     problem = ops.password_problem(password)
     if problem:
-        raise provisioning.ProvisioningError(problem)
+        raise ProvisioningError(problem)
     return HASHER.hash(password)
 
 
@@ -33,17 +34,15 @@ def add_operator(
 ) -> dict[str, Any]:
     problem = ops.operator_code_problem(code)
     if problem:
-        raise provisioning.ProvisioningError(problem)
+        raise ProvisioningError(problem)
     if not name.strip() or len(name) > 64:
-        raise provisioning.ProvisioningError("operator name must be 1-64 characters")
+        raise ProvisioningError("operator name must be 1-64 characters")
     if role not in {r.value for r in Role}:
-        raise provisioning.ProvisioningError(
-            f"invalid role {role!r}: use operator, supervisor or admin"
-        )
+        raise ProvisioningError(f"invalid role {role!r}: use operator, supervisor or admin")
     password_hash = hash_password(password) if password is not None else None
     with write_transaction(engine) as conn:
         if conn.execute(select(OPERATOR.code).where(OPERATOR.code == code)).first():
-            raise provisioning.ProvisioningError(f"operator {code!r} already exists")
+            raise ProvisioningError(f"operator {code!r} already exists")
         created = clock.now_us()
         conn.execute(
             insert(schema.operator).values(
@@ -87,7 +86,7 @@ def list_operators(conn: Connection) -> list[dict[str, Any]]:
 def load_operator(conn: Connection, code: str) -> Operator:
     row = conn.execute(select(schema.operator).where(OPERATOR.code == code)).mappings().first()
     if row is None:
-        raise Refusal("OPS-OPERATOR", f"operator {code!r} does not exist", 404)
+        raise ActionRefused("OPS-OPERATOR", f"operator {code!r} does not exist", 404)
     return operator_from_row(row)
 
 

@@ -17,6 +17,7 @@ from alarmhub.contactid import EVENTS
 from alarmhub.core import tokens
 from alarmhub.core.account import Account, account_problem
 from alarmhub.core.alarm_types import DEFAULTS, AlarmType, alarm_type_problem, with_changes
+from alarmhub.core.errors import ProvisioningError, SecretKeyError
 from alarmhub.core.line_mask import mask_problem
 from alarmhub.core.signal import valid_dnis
 from alarmhub.store import schema
@@ -26,10 +27,6 @@ ACCOUNT = schema.account.c
 API_USER = schema.api_user.c
 
 PROVISIONING = "provisioning"
-
-
-class ProvisioningError(ValueError):
-    """A provisioning request that cannot be carried out; the text is for the user."""
 
 
 _BUMP = (
@@ -461,7 +458,7 @@ def api_users(conn: Connection, key: Fernet) -> tuple[dict[str, ApiUser], list[s
     for row in conn.execute(select(schema.api_user)).mappings():
         try:
             password = secret_key.decrypt(key, row["password_encrypted"])
-        except (secret_key.SecretKeyError, ValueError):
+        except (SecretKeyError, ValueError):
             unreadable.append(row["username"])
             continue
         users[row["username"]] = ApiUser(row["username"], password, bool(row["hmac_only"]))

@@ -7,7 +7,8 @@ from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import operations as ops
-from alarmhub.store import provisioning, schema
+from alarmhub.core.errors import ProvisioningError
+from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
 
 RESOLUTION = schema.resolution.c
@@ -29,11 +30,11 @@ def set_resolution(engine: Engine, code: str, text: str | None, now_us: int) -> 
     if text is not None:
         problem = ops.resolution_code_problem(code, text)
         if problem:
-            raise provisioning.ProvisioningError(problem)
+            raise ProvisioningError(problem)
         text = text.strip()
     with write_transaction(engine) as conn:
         if text is None and code not in resolution_codes(conn):
-            raise provisioning.ProvisioningError(f"no resolution code {code!r}")
+            raise ProvisioningError(f"no resolution code {code!r}")
         conn.execute(delete(schema.resolution).where(RESOLUTION.code == code))
         if text is not None or code in ops.DEFAULT_RESOLUTIONS:
             conn.execute(insert(schema.resolution).values(code=code, text=text, updated_us=now_us))

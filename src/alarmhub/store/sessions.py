@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, delete, insert, select
 
-from alarmhub.core.operations import Operator, Refusal
+from alarmhub.core.errors import ActionRefused
+from alarmhub.core.operations import Operator
 from alarmhub.core.sign_in import session_expires_us
 from alarmhub.core.tokens import token_hash
 from alarmhub.store import schema
@@ -25,7 +26,7 @@ def _dummy_hash() -> str:
     return HASHER.hash(secrets.token_hex(16))
 
 
-SIGN_IN_REFUSED = Refusal("OPS-SIGNIN", "wrong operator code or password", 401)
+SIGN_IN_REFUSED = ActionRefused("OPS-SIGNIN", "wrong operator code or password", 401)
 """The one answer to a sign-in with an unknown code, a wrong password, or a disabled operator."""
 
 
