@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import orjson
 import pytest
 
 from alarmhub.core import errors
+from tests.support.crashing import Servers, alive, wait_for_writer, wait_gone
 from tests.support.database import db_rows
 from tests.support.processes import Server, provision
 
@@ -44,7 +43,6 @@ STORE_FAILED = {
     "error_code": errors.STORE_FAILED.error_code,
     "message": errors.STORE_FAILED.message,
 }
-WRITER_STARTED = re.compile(r'event="writer process started".*?\bpid=(\d+)')
 WRITER_RESTARTING = "writer process ended; restarting"
 SENDERS = 16
 LOAD_SECONDS = 1.5
@@ -140,41 +138,6 @@ class Load:
         return [a for answers in self.answers for a in answers]
 
 
-def writer_pids(server: Server) -> list[int]:
-    """The writer processes this server started, oldest first, from its log."""
-    return [int(pid) for pid in WRITER_STARTED.findall(server.log())]
-
-
-def wait_for_writer(server: Server, not_pid: int | None = None) -> int:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        pids = [pid for pid in writer_pids(server) if pid != not_pid]
-        if pids:
-            return pids[-1]
-        time.sleep(0.05)
-    raise AssertionError(f"no writer process start in the log:\n{server.log()}")
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, an orphan nobody has reaped yet, counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
-
-def wait_gone(pid: int, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} still runs after {seconds} s"
-        time.sleep(0.02)
-
-
 @dataclass(frozen=True)
 class Row:
     incident_number: int
@@ -249,27 +212,12 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "station"
 
 
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    """Servers a test starts; whatever still runs at its end is killed."""
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.kill()
-
-
-def start(data_dir: Path, servers: list[Server]) -> Server:
-    server = Server(data_dir)
-    servers.append(server)
-    return server.start()
-
-
 # --- (a) SIGKILL under load -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("order", list(KILL_ORDERS))
 def test_sigkill_under_load_loses_no_accepted_signal(
-    data_dir: Path, servers: list[Server], order: str
+    data_dir: Path, servers: Servers, order: str
 ) -> None:
     """Three crashes on one data directory. ``server``: only the node's HTTP process is killed;
     its writer finishes the commit in progress and exits. ``server+writer`` and
@@ -277,7 +225,7 @@ def test_sigkill_under_load_loses_no_accepted_signal(
     before its commit would show up missing (with the writer killed first, the server even has
     a moment left to send such a 200)."""
     token = provision(data_dir)
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     answers: list[Answer] = []
     cycles: list[set[str]] = []
     for cycle in range(1, 4):
@@ -290,7 +238,7 @@ def test_sigkill_under_load_loses_no_accepted_signal(
         answers += cycle_answers
         cycles.append({a.panel for a in cycle_answers})
 
-        server = start(data_dir, servers)
+        server = servers.start(data_dir)
         result = check_store(data_dir, answers)
         print(
             f"cycle {cycle} ({order} killed):"
@@ -311,10 +259,10 @@ def test_sigkill_under_load_loses_no_accepted_signal(
 
 
 def test_writer_killed_store_recovers_without_false_success(
-    data_dir: Path, servers: list[Server]
+    data_dir: Path, servers: Servers
 ) -> None:
     token = provision(data_dir)
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     old_writer = wait_for_writer(server)
     load = Load(server.url, token, tag="W1", threads=4).start()
     load.wait_accepted(200, 60)
@@ -353,10 +301,10 @@ def test_writer_killed_store_recovers_without_false_success(
 
 
 def test_sigterm_under_load_commits_everything_it_accepted(
-    data_dir: Path, servers: list[Server]
+    data_dir: Path, servers: Servers
 ) -> None:
     token = provision(data_dir)
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     writer = wait_for_writer(server)
     load = Load(server.url, token, tag="T1").start()
     load.wait_under_load()
@@ -378,16 +326,16 @@ def test_sigterm_under_load_commits_everything_it_accepted(
 # --- (d) Idempotency-Key across a crash -------------------------------------------------------
 
 
-def test_idempotency_key_survives_a_crash(data_dir: Path, servers: list[Server]) -> None:
+def test_idempotency_key_survives_a_crash(data_dir: Path, servers: Servers) -> None:
     token = provision(data_dir)
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "crash-retry-1"}
     body = body_for("ID01000001")
     first = httpx.post(f"{server.url}{PATH}", json=body, headers=headers, timeout=30)
     assert (first.status_code, first.json()) == (200, SUCCESS)
     kill_node(server, wait_for_writer(server), "server+writer")
 
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     retry = httpx.post(f"{server.url}{PATH}", json=body, headers=headers, timeout=30)
     assert (retry.status_code, retry.json()) == (200, SUCCESS)
     assert server.stop() == 0

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from my_dc09_spt.msg.dc05_msg import dc05_msg
 
-from tests.crash.test_crash import wait_for_writer
 from tests.support import dc09_panel
+from tests.support.crashing import alive, wait_for_writer
 from tests.support.database import db_rows
 from tests.support.dc09_panel import kind, spt
 from tests.support.processes import wait_for
@@ -105,7 +105,7 @@ def test_every_acked_frame_is_stored_exactly_once(tmp_path: Path, victim: str) -
             load.stop.set()
             for thread in threads:
                 thread.join(timeout=30)
-            wait_for(lambda: not _alive(writer), "the writer process ends with its node")
+            wait_for(lambda: not alive(writer), "the writer process ends with its node")
             server, panel = dc09_panel.start(tmp_path)  # a restart on the same data
         else:
             writer = wait_for_writer(server)
@@ -137,11 +137,3 @@ def test_every_acked_frame_is_stored_exactly_once(tmp_path: Path, victim: str) -
     finally:
         load.stop.set()
         server.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -18,7 +18,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from alarmhub.store import provisioning, queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.store.routing import ROUTE_BATCH
-from tests.crash.test_crash import wait_for_writer, wait_gone
+from tests.support.crashing import Servers, wait_for_writer, wait_gone
 from tests.support.database import database_url
 from tests.support.processes import Server, cli, provision, wait_for
 
@@ -133,20 +132,6 @@ class Senders:
             worker.join(timeout=60)
             assert not worker.is_alive(), "a sender did not stop"
         return {panel for panels in self.accepted for panel in panels}
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.kill()
-
-
-def start(data_dir: Path, servers: list[Server]) -> Server:
-    server = Server(data_dir)
-    servers.append(server)
-    return server.start()
 
 
 def kill_node(server: Server, writer: int) -> None:
@@ -261,7 +246,7 @@ def check_routing(engine: Engine, accepted: set[str]) -> int:
     return len(stored)
 
 
-def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: list[Server]) -> None:
+def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: Servers) -> None:
     data_dir = tmp_path / "station"
     token = provision(data_dir)
     cli(data_dir, "dnis", "add", DNIS, "--mask", MASK)
@@ -276,7 +261,7 @@ def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: li
             for n in range(3, PER_THREAD + 1, 3)
         ),
     )
-    server = start(data_dir, servers)
+    server = servers.start(data_dir)
     accepted: set[str] = set()
     try:
         for tag, cycle in zip(tags, CYCLES, strict=True):
@@ -299,7 +284,7 @@ def test_sigkill_under_load_routes_every_signal_once(tmp_path: Path, servers: li
                 # signals wait unrouted in memory until ROUTE_BATCH of them have been committed
                 # at most (one more commit on top: each sender has one request in flight)
                 assert at_kill <= ROUTE_BATCH + SENDERS, "committed signals are routed promptly"
-            server = start(data_dir, servers)
+            server = servers.start(data_dir)
             wait_for(lambda: unrouted(engine) == 0, "all signals routed after the restart", 30)
             stored = check_routing(engine, accepted)
             print(
