@@ -233,8 +233,10 @@ class Station:
 
     @functools.cached_property
     def client(self) -> httpx.Client:
-        """A client of the server (``station.client.get("/healthz")``)."""
-        return httpx.Client(base_url=self.url, timeout=10)
+        """A client of the server (``station.client.get("/healthz")``), a new connection for
+        each request, as ``httpx.get`` and ``httpx.post`` make."""
+        no_reuse = httpx.Limits(max_keepalive_connections=0)
+        return httpx.Client(base_url=self.url, timeout=10, limits=no_reuse)
 
     def log(self) -> str:
         return self.server.log()
