@@ -12,6 +12,7 @@ parsing and limits, client addresses, several nodes.
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import requests
+import requests.adapters
+import urllib3
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.types import ASGIApp
 
@@ -81,6 +85,40 @@ class PortalTransport(httpx.BaseTransport):
         return httpx.Response(
             answer.status_code, headers=answer.headers, stream=httpx.ByteStream(content)
         )
+
+
+class RequestsAdapter(requests.adapters.HTTPAdapter):
+    """Sends what a ``requests`` session prepares (schemathesis calls through one) to the node
+    through its httpx client: the same method, URL, headers and body bytes."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        super().__init__()
+        self._client = client
+
+    def send(  # type: ignore[override]
+        self, request: requests.PreparedRequest, **_: Any
+    ) -> requests.Response:
+        body = request.body.encode() if isinstance(request.body, str) else request.body
+        assert request.method is not None and request.url is not None
+        answer = self._client.request(
+            request.method, request.url, headers=dict(request.headers), content=body or b""
+        )
+        raw = urllib3.HTTPResponse(
+            body=io.BytesIO(answer.content),
+            headers=answer.headers.multi_items(),
+            status=answer.status_code,
+            reason=answer.reason_phrase,
+            version=11,
+            preload_content=False,
+        )
+        return self.build_response(request, raw)
+
+
+def requests_session(client: httpx.Client) -> requests.Session:
+    """A ``requests`` session whose every request goes to the node of ``client``."""
+    session = requests.Session()
+    session.mount("http://", RequestsAdapter(client))
+    return session
 
 
 @dataclass
