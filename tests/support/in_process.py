@@ -100,12 +100,17 @@ class RequestsAdapter(requests.adapters.HTTPAdapter):
     ) -> requests.Response:
         body = request.body.encode() if isinstance(request.body, str) else request.body
         assert request.method is not None and request.url is not None
+        assert body is None or isinstance(body, bytes), "schemathesis sends bodies whole"
+        headers = {
+            name: value.decode("latin-1") if isinstance(value, bytes) else value
+            for name, value in request.headers.items()
+        }
         answer = self._client.request(
-            request.method, request.url, headers=dict(request.headers), content=body or b""
+            request.method, request.url, headers=headers, content=body or b""
         )
         raw = urllib3.HTTPResponse(
             body=io.BytesIO(answer.content),
-            headers=answer.headers.multi_items(),
+            headers=urllib3.HTTPHeaderDict(answer.headers.multi_items()),
             status=answer.status_code,
             reason=answer.reason_phrase,
             version=11,
