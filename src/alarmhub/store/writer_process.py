@@ -331,7 +331,7 @@ class WriterThread:
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._code: int | None = None
+        self._code = 1  # until the loop has ended well
         self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
 
     @classmethod
@@ -349,7 +349,6 @@ class WriterThread:
 
     def wait(self) -> int:
         self._thread.join()
-        assert self._code is not None
         return self._code
 
     def _run(self) -> None:
@@ -363,7 +362,6 @@ class WriterThread:
             self._code = 0
         except Exception:
             log.exception("writer thread failed")
-            self._code = 1
         finally:
             self._sock.close()
 
