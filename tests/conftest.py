@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.store.engine import open_engine
 from tests.support import database
 from tests.support.database import POSTGRESQL, SQLITE, database_url
+from tests.support.in_process import InProcessStation, in_process_node
 from tests.support.processes import ROOT, Server, Station, provision
 
 BOTH = (SQLITE, POSTGRESQL)
@@ -89,14 +90,35 @@ def _drop_test_databases() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def station(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Station]:
+def served_station(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Station]:
+    """A provisioned station (``provision``) on a real ``alarmhub serve`` process."""
     data_dir = tmp_path_factory.mktemp("station")
     token = provision(data_dir)
     server = Server(data_dir).start()
+    station = Station(server, token, data_dir)
     try:
-        yield Station(server, token, data_dir)
+        yield station
     finally:
+        station.close()
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def station(served_station: Station) -> Station:
+    """The module's station: on a real process unless the module takes
+    ``in_process_station`` instead."""
+    return served_station
+
+
+@pytest.fixture(scope="module")
+def in_process_station(
+    backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[InProcessStation]:
+    """A provisioned station (``provision``) whose node runs in this process."""
+    data_dir = tmp_path_factory.mktemp("station")
+    token = provision(data_dir)
+    with in_process_node(data_dir) as node:
+        yield InProcessStation(node, token, data_dir)
 
 
 @pytest.fixture

@@ -1,6 +1,10 @@
 """The composition root: assembles a node, its runtime (store, writer, caches, supervisors, the
 DC-09 receiver) and its ASGI apps. The only module that wires dependencies: each adapter gets
-the few things it uses from here, never the runtime itself."""
+the few things it uses from here, never the runtime itself.
+
+A runtime starts its signal writer as a process of its own unless given another
+``start_writer`` (see :mod:`alarmhub.store.writer`): the one choice left to whoever embeds a
+node, e.g. tests that run its app in-process with the writer in a thread."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
-from alarmhub.store.writer import SignalWriter
+from alarmhub.store.writer import SignalWriter, StartWriter, start_process
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
@@ -46,12 +50,16 @@ class Runtime:
     The DC-09 receiver (when given sockets) starts last and stops first."""
 
     def __init__(
-        self, settings: Settings, dc09_sockets: Sequence[dc09_server.Sockets] = ()
+        self,
+        settings: Settings,
+        dc09_sockets: Sequence[dc09_server.Sockets] = (),
+        *,
+        start_writer: StartWriter = start_process,
     ) -> None:
         self.settings = settings
         self.engine = store_engine.open_engine(settings.database)
         station_key = secret_key.load(settings.data_dir)
-        self.writer = SignalWriter(self.engine, settings)
+        self.writer = SignalWriter(self.engine, settings, start_writer)
         self.grants = GrantCache(self.engine)
         self.query_auth = QueryAuth(
             self.engine,

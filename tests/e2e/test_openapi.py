@@ -1,5 +1,6 @@
 """The served OpenAPI document is true: schemathesis generates requests from it against the
-real server and checks every answer against it (no 500, status, content type and body schema).
+node (in this process: tests.support.in_process) and checks every answer against it (no 500,
+status, content type and body schema).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
+import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 
 from alarmhub.client import QueryClient
-from tests.support.processes import Server, cli, cli_json
+from tests.support.in_process import BASE_URL, in_process_node, requests_session
+from tests.support.processes import cli, cli_json
 
 EXAMPLES = 40
 # No 500, and every answer as documented: status code, content type, headers and body schema.
@@ -33,9 +36,16 @@ CHECKS = [
 
 @dataclass
 class Api:
-    server: Server
+    client: httpx.Client
+    session: requests.Session  # schemathesis calls through it: to the same node
     token: str
     signer: QueryClient
+
+    def schema(self) -> Any:
+        """The document the node serves, as schemathesis reads it."""
+        answer = self.client.get("/openapi.json")
+        assert answer.status_code == 200, answer.text
+        return schemathesis.openapi.from_dict(answer.json())
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +58,17 @@ def api(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]
                        "--heartbeat", "site1:rx1")  # fmt: skip
     assert isinstance(created, dict)
     cli(data_dir, "apiuser", "add", "documentation", "--password", "secretpassword")
-    server = Server(data_dir, env={"ALARMHUB_TIMEZONE": "UTC"}).start()
     signer = QueryClient(
-        server.url, appkey="openapi", username="documentation", password="secretpassword"
+        BASE_URL, appkey="openapi", username="documentation", password="secretpassword"
     )
-    try:
-        yield Api(server, str(created["token"]), signer)
-    finally:
-        signer.close()
-        server.stop()
+    with (
+        in_process_node(data_dir, {"ALARMHUB_TIMEZONE": "UTC"}) as node,
+        requests_session(node.client) as session,
+    ):
+        try:
+            yield Api(node.client, session, str(created["token"]), signer)
+        finally:
+            signer.close()
 
 
 def _headers(case: Any, api: Api) -> dict[str, str]:
@@ -70,7 +82,7 @@ def _headers(case: Any, api: Api) -> dict[str, str]:
 
 
 def test_answers_match_the_document(api: Api) -> None:
-    schema = schemathesis.openapi.from_url(f"{api.server.url}/openapi.json")
+    schema = api.schema()
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} >= {"/rx/{pair}/contact_id", "/rest/rest.php"}
     for operation in operations:
@@ -83,7 +95,9 @@ def test_answers_match_the_document(api: Api) -> None:
         )
         @given(case=operation.as_strategy())
         def check(case: Any) -> None:
-            case.call_and_validate(headers=_headers(case, api), checks=CHECKS)
+            case.call_and_validate(
+                BASE_URL, api.session, headers=_headers(case, api), checks=CHECKS
+            )
 
         check()
 
@@ -104,18 +118,17 @@ def test_method_answers_match_the_document(api: Api, form: dict[str, str]) -> No
     """Signed requests of every method (the generated ones mostly meet the auth and method
     checks), with pending alarms and history to answer with."""
     signal = {"dnis": "1234", "panel": "0042", "code": "E130", "zone_or_user": "5"}
-    post = api.server.url + "/rx/site1:rx1/contact_id"
-    assert httpx.post(
+    post = "/rx/site1:rx1/contact_id"
+    assert api.client.post(
         post, json=signal, headers={"Authorization": f"Bearer {api.token}"}
     ).is_success
-    schema = schemathesis.openapi.from_url(f"{api.server.url}/openapi.json")
-    operation = schema["/rest/rest.php"]["POST"]
+    operation = api.schema()["/rest/rest.php"]["POST"]
     case = operation.Case(
         query={"dataSource": "methods", "*view": "xmsubmit"},
         body=form,
         headers=api.signer.headers(form),
         media_type="multipart/form-data",
     )
-    response = case.call_and_validate(checks=CHECKS)
+    response = case.call_and_validate(BASE_URL, api.session, checks=CHECKS)
     expected = 400 if form["*setMethod"] == "XMNOPE" or "STARTDATE" in form else 200
     assert response.status_code == expected, response.text

@@ -1,4 +1,6 @@
-"""The signaling interface over HTTP, against a real ``alarmhub serve`` process.
+"""The signaling interface over HTTP, against a node in this process (``station``) and, where
+the HTTP server or the process itself takes part, a real ``alarmhub serve`` process
+(``served_station``, or a server of the test's own).
 
 Spec §4.1, §4.2, §7.1 and decisions §1-§2: envelopes, error codes, order of checks, token
 scoping, Idempotency-Key, incident numbers, provisioning changes while the server runs, health,
@@ -23,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from alarmhub.core import errors
 from alarmhub.core.errors import IDEMPOTENCY_INVALID, IDEMPOTENCY_KEY_MAX, SignalRefusal
 from tests.support.database import Record, db_rows
+from tests.support.in_process import AnyStation, InProcessStation
 from tests.support.processes import Server, Station, cli, cli_json, free_port, provision
 
 SUCCESS = {"status_code": 200, "status": "success"}
@@ -67,32 +70,32 @@ def signal(panel: str, **changes: Any) -> dict[str, Any]:
 query = db_rows
 
 
-def rows_of(station: Station, panel: str) -> list[Record]:
+def rows_of(station: AnyStation, panel: str) -> list[Record]:
     return query(
         station.data_dir, "SELECT * FROM signal WHERE panel = ? ORDER BY incident_number", panel
     )
 
 
-def signal_count(station: Station) -> int:
+def signal_count(station: AnyStation) -> int:
     return int(query(station.data_dir, "SELECT COUNT(*) FROM signal")[0][0])
 
 
 def raw_post(
-    url: str,
+    client: httpx.Client,
     content: bytes | Iterator[bytes],
     headers: dict[str, str],
     pair: str = "site1:rx1",
 ) -> httpx.Response:
-    return httpx.post(f"{url}/rx/{pair}/contact_id", content=content, headers=headers, timeout=10)
+    return client.post(f"/rx/{pair}/contact_id", content=content, headers=headers, timeout=10)
 
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def metric(url: str, sample_name: str, **labels: str) -> float | None:
+def metric(client: httpx.Client, sample_name: str, **labels: str) -> float | None:
     """The value of one sample of ``/metrics``, or None when it is not there."""
-    answer = httpx.get(f"{url}/metrics", timeout=10)
+    answer = client.get("/metrics", timeout=10)
     assert answer.status_code == 200
     for family in text_string_to_metric_families(answer.text):
         for sample in family.samples:
@@ -110,7 +113,13 @@ def new_token(data_dir: Path, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def other_token(station: Station) -> str:
+def station(in_process_station: InProcessStation) -> InProcessStation:
+    """The node of most tests here runs in-process; ``served_station`` is a real process."""
+    return in_process_station
+
+
+@pytest.fixture(scope="module")
+def other_token(station: InProcessStation) -> str:
     """A second token that may also queue to rx1."""
     return new_token(station.data_dir, "--driver", "rx1")
 
@@ -118,7 +127,9 @@ def other_token(station: Station) -> str:
 # success and field errors --------------------------------------------------------------------
 
 
-def test_success_envelope_is_exact(station: Station) -> None:
+# on a real process: the smoke test of the signaling interface (a signal accepted and stored)
+def test_success_envelope_is_exact(served_station: Station) -> None:
+    station = served_station
     panel = unique_panel()
     answer = station.post(signal(panel))
     assert_success(answer)
@@ -156,7 +167,9 @@ FIELD_ERRORS: list[tuple[str, dict[str, Any], SignalRefusal]] = [
 @pytest.mark.parametrize(
     ("body", "refusal"), [(b, r) for _, b, r in FIELD_ERRORS], ids=[n for n, _, _ in FIELD_ERRORS]
 )
-def test_field_errors(station: Station, body: dict[str, Any], refusal: SignalRefusal) -> None:
+def test_field_errors(
+    station: InProcessStation, body: dict[str, Any], refusal: SignalRefusal
+) -> None:
     before = signal_count(station)
     assert_refused(station.post(body), refusal)
     assert signal_count(station) == before
@@ -184,7 +197,7 @@ def test_every_signaling_error_code_of_the_spec_is_covered() -> None:
     ],
 )
 def test_defaults_and_padding_as_stored(
-    station: Station, changes: dict[str, Any], stored: tuple[str, str, str]
+    station: InProcessStation, changes: dict[str, Any], stored: tuple[str, str, str]
 ) -> None:
     panel = unique_panel()
     assert_success(station.post(signal(panel, **changes)))
@@ -192,7 +205,7 @@ def test_defaults_and_padding_as_stored(
     assert (row["code"], row["area"], row["zone"]) == stored
 
 
-def test_absent_area_and_zone_as_listed_by_the_cli(station: Station) -> None:
+def test_absent_area_and_zone_as_listed_by_the_cli(station: InProcessStation) -> None:
     panel = unique_panel()
     assert_success(station.post({"dnis": "77", "panel": panel, "code": "E110"}))
     listed = cli_json(station.data_dir, "signal", "list", "--limit", "50")
@@ -201,7 +214,7 @@ def test_absent_area_and_zone_as_listed_by_the_cli(station: Station) -> None:
     assert (row["dnis"], row["code"], row["area"], row["zone"]) == ("77", "E110", "00", "000")
 
 
-def test_unknown_fields_are_ignored(station: Station) -> None:
+def test_unknown_fields_are_ignored(station: InProcessStation) -> None:
     panel = unique_panel()
     assert_success(station.post(signal(panel, extra="x", nested={"a": [1, 2]})))
     assert len(rows_of(station, panel)) == 1
@@ -212,14 +225,14 @@ def test_unknown_fields_are_ignored(station: Station) -> None:
     [None, "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-8"],
 )
 def test_content_type_is_tolerated_for_a_json_object(
-    station: Station, content_type: str | None
+    station: InProcessStation, content_type: str | None
 ) -> None:
     panel = unique_panel()
     headers = bearer(station.token)
     if content_type is not None:
         headers["Content-Type"] = content_type
     content = f'{{"dnis":"1234","panel":"{panel}","code":"E130"}}'.encode()
-    answer = raw_post(station.url, content, headers)
+    answer = raw_post(station.client, content, headers)
     if content_type is None:
         assert "content-type" not in answer.request.headers
     assert_success(answer)
@@ -252,14 +265,14 @@ def test_content_type_is_tolerated_for_a_json_object(
         "altered token",
     ],
 )
-def test_auth_refusals(station: Station, authorization: str | None) -> None:
+def test_auth_refusals(station: InProcessStation, authorization: str | None) -> None:
     headers = (
         {}
         if authorization is None
         else {"Authorization": authorization.format(token=station.token)}
     )
     before = signal_count(station)
-    answer = raw_post(station.url, b'{"dnis":"1234","panel":"0042","code":"E130"}', headers)
+    answer = raw_post(station.client, b'{"dnis":"1234","panel":"0042","code":"E130"}', headers)
     assert_refused(answer, errors.AUTH_FAILED)
     assert answer.headers["www-authenticate"] == "Bearer"
     assert signal_count(station) == before
@@ -278,8 +291,10 @@ def raw_http(url: str, request: bytes) -> tuple[int, dict[str, Any]]:
     return status, json.loads(body)
 
 
+# on a real process: raw bytes through the HTTP server's own parsing of the header
 @pytest.mark.parametrize("value", [b"Bearer ", b"Bearer    ", b"Bearer \t "])
-def test_empty_bearer_token_is_refused(station: Station, value: bytes) -> None:
+def test_empty_bearer_token_is_refused(served_station: Station, value: bytes) -> None:
+    station = served_station
     body = b'{"dnis":"1234","panel":"0042","code":"E130"}'
     request = (
         b"POST /rx/site1:rx1/contact_id HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
@@ -291,17 +306,17 @@ def test_empty_bearer_token_is_refused(station: Station, value: bytes) -> None:
     assert answer == envelope(errors.AUTH_FAILED)
 
 
-def test_bearer_scheme_is_case_insensitive(station: Station) -> None:
+def test_bearer_scheme_is_case_insensitive(station: InProcessStation) -> None:
     panel = unique_panel()
     answer = raw_post(
-        station.url,
+        station.client,
         f'{{"dnis":"1234","panel":"{panel}","code":"E130"}}'.encode(),
         {"Authorization": f"bearer {station.token}"},
     )
     assert_success(answer)
 
 
-def test_token_created_while_running_works_on_first_request(station: Station) -> None:
+def test_token_created_while_running_works_on_first_request(station: InProcessStation) -> None:
     token = new_token(station.data_dir, "--driver", "rx1")
     panel = unique_panel()
     assert_success(station.post(signal(panel), token=token))
@@ -309,7 +324,7 @@ def test_token_created_while_running_works_on_first_request(station: Station) ->
     assert row["token_name"].startswith("t-")
 
 
-def test_token_revoked_while_running_is_refused(station: Station) -> None:
+def test_token_revoked_while_running_is_refused(station: InProcessStation) -> None:
     name = f"rev-{uuid.uuid4().hex[:8]}"
     created = cli_json(station.data_dir, "token", "create", "--name", name, "--driver", "rx1")
     assert isinstance(created, dict)
@@ -328,11 +343,11 @@ def test_token_revoked_while_running_is_refused(station: Station) -> None:
     assert rows_of(station, panel) == []
     # and it stays refused, for heartbeats as well (AUTH-1, not HB-1)
     assert_refused(station.post(signal(unique_panel()), token=token), errors.AUTH_FAILED)
-    hb = httpx.get(f"{station.url}/rx/site1:rx1/hb", headers=bearer(token), timeout=10)
+    hb = station.client.get("/rx/site1:rx1/hb", headers=bearer(token), timeout=10)
     assert_refused(hb, errors.AUTH_FAILED)
 
 
-def test_driver_added_while_running_is_usable_at_once(station: Station) -> None:
+def test_driver_added_while_running_is_usable_at_once(station: InProcessStation) -> None:
     driver = f"rx-{uuid.uuid4().hex[:8]}"
     cli(station.data_dir, "driver", "add", driver)
     token = new_token(station.data_dir, "--driver", driver)
@@ -347,7 +362,7 @@ def test_driver_added_while_running_is_usable_at_once(station: Station) -> None:
 # token scoping and the source:destination pair ----------------------------------------------
 
 
-def test_token_cannot_queue_to_another_or_an_unknown_driver(station: Station) -> None:
+def test_token_cannot_queue_to_another_or_an_unknown_driver(station: InProcessStation) -> None:
     before = signal_count(station)
     granted_elsewhere = station.post(signal(unique_panel()), pair="site1:rx2")
     unknown_driver = station.post(signal(unique_panel()), pair="site1:nosuchdriver")
@@ -357,15 +372,15 @@ def test_token_cannot_queue_to_another_or_an_unknown_driver(station: Station) ->
     assert signal_count(station) == before
 
 
-def test_token_cannot_heartbeat_a_pair_it_was_not_granted(station: Station) -> None:
+def test_token_cannot_heartbeat_a_pair_it_was_not_granted(station: InProcessStation) -> None:
     for pair in ("site2:rx1", "site1:rx2", "rx1:site1", "site1:rx1:x", "site1"):
-        answer = httpx.get(f"{station.url}/rx/{pair}/hb", headers=bearer(station.token))
+        answer = station.client.get(f"/rx/{pair}/hb", headers=bearer(station.token))
         assert_refused(answer, errors.HEARTBEAT_REFUSED)
         assert answer.status_code == 401
-    assert_success(httpx.get(f"{station.url}/rx/site1:rx1/hb", headers=bearer(station.token)))
+    assert_success(station.client.get("/rx/site1:rx1/hb", headers=bearer(station.token)))
 
 
-def test_pair_is_split_at_the_last_colon(station: Station) -> None:
+def test_pair_is_split_at_the_last_colon(station: InProcessStation) -> None:
     panel = unique_panel()
     # split at the first colon the destination would be "rx2:rx1", which is not granted
     assert_success(station.post(signal(panel), pair="site1:rx2:rx1"))
@@ -376,7 +391,9 @@ def test_pair_is_split_at_the_last_colon(station: Station) -> None:
 
 
 @pytest.mark.parametrize("pair", ["rx1", ":rx1", "site1:", "site1:rx1:"])
-def test_malformed_pairs_are_refused_like_a_forbidden_driver(station: Station, pair: str) -> None:
+def test_malformed_pairs_are_refused_like_a_forbidden_driver(
+    station: InProcessStation, pair: str
+) -> None:
     assert_refused(station.post(signal(unique_panel()), pair=pair), errors.BUFFER_REFUSED)
 
 
@@ -419,31 +436,33 @@ def _padded_object(size: int, panel: str) -> bytes:
         "form encoded",
     ],
 )
-def test_body_must_be_a_json_object(station: Station, content: bytes) -> None:
+def test_body_must_be_a_json_object(station: InProcessStation, content: bytes) -> None:
     assert_refused(
         raw_post(
-            station.url, content, {**bearer(station.token), "Content-Type": "application/json"}
+            station.client, content, {**bearer(station.token), "Content-Type": "application/json"}
         ),
         errors.BODY_INVALID,
     )
 
 
-def test_body_at_the_limit_is_accepted_and_over_it_refused(station: Station) -> None:
+def test_body_at_the_limit_is_accepted_and_over_it_refused(station: InProcessStation) -> None:
     panel = unique_panel()
     at_limit = _padded_object(BODY_LIMIT, panel)
     assert len(at_limit) == BODY_LIMIT
-    assert_success(raw_post(station.url, at_limit, bearer(station.token)))
+    assert_success(raw_post(station.client, at_limit, bearer(station.token)))
     assert len(rows_of(station, panel)) == 1
 
     panel = unique_panel()
     over = _padded_object(BODY_LIMIT + 1, panel)
-    assert_refused(raw_post(station.url, over, bearer(station.token)), errors.BODY_INVALID)
+    assert_refused(raw_post(station.client, over, bearer(station.token)), errors.BODY_INVALID)
     big = _padded_object(100_000, panel)
-    assert_refused(raw_post(station.url, big, bearer(station.token)), errors.BODY_INVALID)
+    assert_refused(raw_post(station.client, big, bearer(station.token)), errors.BODY_INVALID)
     assert rows_of(station, panel) == []
 
 
-def test_oversize_chunked_body_is_refused(station: Station) -> None:
+# on a real process: the chunked transfer coding is decoded by the HTTP server
+def test_oversize_chunked_body_is_refused(served_station: Station) -> None:
+    station = served_station
     panel = unique_panel()
     body = _padded_object(BODY_LIMIT + 1000, panel)
 
@@ -451,16 +470,18 @@ def test_oversize_chunked_body_is_refused(station: Station) -> None:
         for start in range(0, len(body), 1000):
             yield body[start : start + 1000]
 
-    answer = raw_post(station.url, chunks(), bearer(station.token))
+    answer = raw_post(station.client, chunks(), bearer(station.token))
     assert "content-length" not in answer.request.headers
     assert_refused(answer, errors.BODY_INVALID)
     assert rows_of(station, panel) == []
 
 
-def test_small_chunked_body_is_accepted(station: Station) -> None:
+# on a real process: the chunked transfer coding is decoded by the HTTP server
+def test_small_chunked_body_is_accepted(served_station: Station) -> None:
+    station = served_station
     panel = unique_panel()
     body = f'{{"dnis":"1234","panel":"{panel}","code":"E130"}}'.encode()
-    answer = raw_post(station.url, iter([body[:10], body[10:]]), bearer(station.token))
+    answer = raw_post(station.client, iter([body[:10], body[10:]]), bearer(station.token))
     assert_success(answer)
     assert len(rows_of(station, panel)) == 1
 
@@ -468,33 +489,35 @@ def test_small_chunked_body_is_accepted(station: Station) -> None:
 # order of checks -----------------------------------------------------------------------------
 
 
-def test_order_auth_before_body(station: Station) -> None:
+def test_order_auth_before_body(station: InProcessStation) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}):
-        assert_refused(raw_post(station.url, b"[not json", headers), errors.AUTH_FAILED)
+        assert_refused(raw_post(station.client, b"[not json", headers), errors.AUTH_FAILED)
 
 
-def test_order_auth_before_fields_and_driver(station: Station) -> None:
+def test_order_auth_before_fields_and_driver(station: InProcessStation) -> None:
     headers = {"Authorization": "Bearer wrong", "Content-Type": "application/json"}
-    assert_refused(raw_post(station.url, b'{"dnis":""}', headers), errors.AUTH_FAILED)
+    assert_refused(raw_post(station.client, b'{"dnis":""}', headers), errors.AUTH_FAILED)
     assert_refused(
-        raw_post(station.url, b'{"dnis":""}', headers, pair="site1:nosuch"), errors.AUTH_FAILED
+        raw_post(station.client, b'{"dnis":""}', headers, pair="site1:nosuch"), errors.AUTH_FAILED
     )
 
 
-def test_order_auth_before_idempotency_key(station: Station) -> None:
+def test_order_auth_before_idempotency_key(station: InProcessStation) -> None:
     headers = {"Authorization": "Bearer wrong", "Idempotency-Key": "k" * 300}
     body = f'{{"dnis":"1234","panel":"{unique_panel()}","code":"E130"}}'.encode()
-    assert_refused(raw_post(station.url, body, headers), errors.AUTH_FAILED)
+    assert_refused(raw_post(station.client, body, headers), errors.AUTH_FAILED)
 
 
-def test_order_body_before_driver(station: Station) -> None:
+def test_order_body_before_driver(station: InProcessStation) -> None:
     headers = bearer(station.token)
-    assert_refused(raw_post(station.url, b"[]", headers, pair="site1:rx2"), errors.BODY_INVALID)
-    assert_refused(raw_post(station.url, b"{", headers, pair="site1:nosuch"), errors.BODY_INVALID)
+    assert_refused(raw_post(station.client, b"[]", headers, pair="site1:rx2"), errors.BODY_INVALID)
+    assert_refused(
+        raw_post(station.client, b"{", headers, pair="site1:nosuch"), errors.BODY_INVALID
+    )
 
 
 @pytest.mark.parametrize("pair", ["site1:rx2", "site1:nosuch", "nocolon"])
-def test_order_fields_before_driver(station: Station, pair: str) -> None:
+def test_order_fields_before_driver(station: InProcessStation, pair: str) -> None:
     assert_refused(station.post({"panel": "0042", "code": "E130"}, pair=pair), errors.DNIS_REQUIRED)
     assert_refused(
         station.post({"dnis": "1", "panel": "0042", "code": "E130", "area": "x"}, pair=pair),
@@ -506,7 +529,7 @@ def test_order_fields_before_driver(station: Station, pair: str) -> None:
 
 
 def test_idempotent_retry_returns_the_same_answer_and_stores_nothing_new(
-    station: Station,
+    station: InProcessStation,
 ) -> None:
     panel = unique_panel()
     key = f"key-{uuid.uuid4()}"
@@ -522,7 +545,7 @@ def test_idempotent_retry_returns_the_same_answer_and_stores_nothing_new(
     assert keyed["incident_number"] == rows_of(station, panel)[0]["incident_number"]
 
 
-def test_another_key_or_no_key_is_another_signal(station: Station) -> None:
+def test_another_key_or_no_key_is_another_signal(station: InProcessStation) -> None:
     panel = unique_panel()
     assert_success(station.post(signal(panel), headers={"Idempotency-Key": f"a-{uuid.uuid4()}"}))
     assert_success(station.post(signal(panel), headers={"Idempotency-Key": f"b-{uuid.uuid4()}"}))
@@ -531,7 +554,9 @@ def test_another_key_or_no_key_is_another_signal(station: Station) -> None:
     assert len(rows_of(station, panel)) == 4
 
 
-def test_same_key_under_another_token_is_another_signal(station: Station, other_token: str) -> None:
+def test_same_key_under_another_token_is_another_signal(
+    station: InProcessStation, other_token: str
+) -> None:
     panel = unique_panel()
     key = f"shared-{uuid.uuid4()}"
     assert_success(station.post(signal(panel), headers={"Idempotency-Key": key}))
@@ -543,7 +568,7 @@ def test_same_key_under_another_token_is_another_signal(station: Station, other_
     assert stored[1]["token_name"] != "main"
 
 
-def test_concurrent_requests_with_one_key_store_one_signal(station: Station) -> None:
+def test_concurrent_requests_with_one_key_store_one_signal(station: InProcessStation) -> None:
     panel = unique_panel()
     key = f"burst-{uuid.uuid4()}"
     answers: list[httpx.Response] = []
@@ -551,13 +576,12 @@ def test_concurrent_requests_with_one_key_store_one_signal(station: Station) -> 
     start = threading.Barrier(24)
 
     def send() -> None:
-        with httpx.Client(timeout=30) as client:
-            start.wait()
-            answer = client.post(
-                f"{station.url}/rx/site1:rx1/contact_id",
-                json=signal(panel),
-                headers={**bearer(station.token), "Idempotency-Key": key},
-            )
+        start.wait()
+        answer = station.client.post(
+            "/rx/site1:rx1/contact_id",
+            json=signal(panel),
+            headers={**bearer(station.token), "Idempotency-Key": key},
+        )
         with lock:
             answers.append(answer)
 
@@ -575,7 +599,7 @@ def test_concurrent_requests_with_one_key_store_one_signal(station: Station) -> 
 @pytest.mark.parametrize(
     "key", ["k" * (IDEMPOTENCY_KEY_MAX + 1), "k" * 1000, ""], ids=["256", "1000", "empty"]
 )
-def test_invalid_idempotency_key(station: Station, key: str) -> None:
+def test_invalid_idempotency_key(station: InProcessStation, key: str) -> None:
     panel = unique_panel()
     answer = station.post(signal(panel), headers={"Idempotency-Key": key})
     assert_refused(answer, IDEMPOTENCY_INVALID)
@@ -583,7 +607,7 @@ def test_invalid_idempotency_key(station: Station, key: str) -> None:
     assert rows_of(station, panel) == []
 
 
-def test_longest_idempotency_key_is_accepted(station: Station) -> None:
+def test_longest_idempotency_key_is_accepted(station: InProcessStation) -> None:
     panel = unique_panel()
     key = "k" * (IDEMPOTENCY_KEY_MAX - 36) + str(uuid.uuid4())
     assert len(key) == IDEMPOTENCY_KEY_MAX
@@ -595,7 +619,7 @@ def test_longest_idempotency_key_is_accepted(station: Station) -> None:
 # incident numbers ----------------------------------------------------------------------------
 
 
-def test_incident_numbers_increase_in_order_of_acceptance(station: Station) -> None:
+def test_incident_numbers_increase_in_order_of_acceptance(station: InProcessStation) -> None:
     panel = unique_panel()
     for zone in range(1, 8):
         assert_success(station.post(signal(panel, zone_or_user=str(zone))))
@@ -609,7 +633,7 @@ def test_incident_numbers_increase_in_order_of_acceptance(station: Station) -> N
     assert len(set(numbers)) == len(numbers)
 
 
-def test_incident_numbers_are_unique_under_concurrency(station: Station) -> None:
+def test_incident_numbers_are_unique_under_concurrency(station: InProcessStation) -> None:
     panel = unique_panel()
     highest_before = query(station.data_dir, "SELECT MAX(incident_number) FROM signal")[0][0] or 0
 
@@ -635,15 +659,15 @@ def test_incident_numbers_are_unique_under_concurrency(station: Station) -> None
 # routing, health, metrics --------------------------------------------------------------------
 
 
-def test_healthz(station: Station) -> None:
-    answer = httpx.get(f"{station.url}/healthz", timeout=10)
+def test_healthz(station: InProcessStation) -> None:
+    answer = station.client.get("/healthz", timeout=10)
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok"}
 
 
 @pytest.mark.parametrize("path", ["/nope", "/rx/site1:rx1/other", "/rx/site1:rx1", "/rx"])
-def test_unknown_path_is_404_json(station: Station, path: str) -> None:
-    answer = httpx.get(f"{station.url}{path}", headers=bearer(station.token), timeout=10)
+def test_unknown_path_is_404_json(station: InProcessStation, path: str) -> None:
+    answer = station.client.get(path, headers=bearer(station.token), timeout=10)
     assert answer.status_code == 404
     body = answer.json()
     assert body["status"] == "error"
@@ -654,9 +678,9 @@ def test_unknown_path_is_404_json(station: Station, path: str) -> None:
     ("method", "path"),
     [("GET", "contact_id"), ("PUT", "contact_id"), ("POST", "hb"), ("DELETE", "hb")],
 )
-def test_wrong_method_is_405_json(station: Station, method: str, path: str) -> None:
-    answer = httpx.request(
-        method, f"{station.url}/rx/site1:rx1/{path}", headers=bearer(station.token), timeout=10
+def test_wrong_method_is_405_json(station: InProcessStation, method: str, path: str) -> None:
+    answer = station.client.request(
+        method, f"/rx/site1:rx1/{path}", headers=bearer(station.token), timeout=10
     )
     assert answer.status_code == 405
     body = answer.json()
@@ -664,30 +688,30 @@ def test_wrong_method_is_405_json(station: Station, method: str, path: str) -> N
     assert body["status_code"] == 405
 
 
-def test_metrics(station: Station) -> None:
-    url = station.url
+def test_metrics(station: InProcessStation) -> None:
+    client = station.client
     accepted = "alarmhub_signals_accepted_total"
     refused = "alarmhub_signals_refused_total"
-    before_accepted = metric(url, accepted, interface="contact_id") or 0.0
-    before_code = metric(url, refused, interface="contact_id", error_code="CODE-2") or 0.0
-    before_auth = metric(url, refused, interface="contact_id", error_code="AUTH-1") or 0.0
-    before_beats = metric(url, "alarmhub_heartbeats_total") or 0.0
+    before_accepted = metric(client, accepted, interface="contact_id") or 0.0
+    before_code = metric(client, refused, interface="contact_id", error_code="CODE-2") or 0.0
+    before_auth = metric(client, refused, interface="contact_id", error_code="AUTH-1") or 0.0
+    before_beats = metric(client, "alarmhub_heartbeats_total") or 0.0
 
     assert_success(station.post(signal(unique_panel())))
     assert_refused(station.post(signal(unique_panel(), code="E999")), errors.CODE_INVALID)
     assert_refused(station.post(signal(unique_panel(), code="X130")), errors.CODE_INVALID)
-    assert_refused(raw_post(url, b"{}", {}), errors.AUTH_FAILED)
-    assert_success(httpx.get(f"{url}/rx/site1:rx1/hb", headers=bearer(station.token)))
+    assert_refused(raw_post(client, b"{}", {}), errors.AUTH_FAILED)
+    assert_success(client.get("/rx/site1:rx1/hb", headers=bearer(station.token)))
 
-    assert metric(url, accepted, interface="contact_id") == before_accepted + 1
-    assert metric(url, refused, interface="contact_id", error_code="CODE-2") == before_code + 2
-    assert metric(url, refused, interface="contact_id", error_code="AUTH-1") == before_auth + 1
-    assert metric(url, "alarmhub_heartbeats_total") == before_beats + 1
-    batches = metric(url, "alarmhub_commit_batch_size_count")
+    assert metric(client, accepted, interface="contact_id") == before_accepted + 1
+    assert metric(client, refused, interface="contact_id", error_code="CODE-2") == before_code + 2
+    assert metric(client, refused, interface="contact_id", error_code="AUTH-1") == before_auth + 1
+    assert metric(client, "alarmhub_heartbeats_total") == before_beats + 1
+    batches = metric(client, "alarmhub_commit_batch_size_count")
     assert batches is not None and batches >= 1
-    commit_seconds = metric(url, "alarmhub_commit_seconds_count")
+    commit_seconds = metric(client, "alarmhub_commit_seconds_count")
     assert commit_seconds is not None and commit_seconds >= 1
-    assert metric(url, "alarmhub_commit_batch_size_bucket", le="+Inf") == batches
+    assert metric(client, "alarmhub_commit_batch_size_bucket", le="+Inf") == batches
 
 
 # listeners and stopping ----------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""The monitoring query interface over HTTP, against a real ``alarmhub serve`` process.
+"""The monitoring query interface over HTTP, against a node in this process; a restart, on a
+real ``alarmhub serve`` process.
 
 Spec §2.3-2.6, §4.3-4.6, §5.2, §7.2, §8 and decisions §1 and §3: the fields and formats of
 XMHIST, XMAPEND and XMAINPRO, the five X-SVC headers with both digest schemes, the date window,
 replayed nonces (also across a restart), the error bodies and the XMHIST window rules.
 
-One station serves the whole module. Its time zone is fixed (``Asia/Kolkata``, UTC+05:30 all
-year, so a zone mistake shows in every date and NTD value). Signals are posted once, through the
-signaling interface, and routed by the server before any query; an account with a test interval
-(and no grace) gets a FAIL TO TEST alarm, the service system's own event. The history events of
-one account are moved back to fixed moments of March 2024 in the database, so the window rules
-and the contract's NTD check values can be tested exactly.
+One station serves the whole module (another, on a real process, the restart). Its time zone
+is fixed (``Asia/Kolkata``, UTC+05:30 all year, so a zone mistake shows in every date and NTD
+value). Signals are posted once, through the signaling interface, and routed by the node before
+any query; an account with a test interval (and no grace) gets a FAIL TO TEST alarm, the
+service system's own event. The history events of one account are moved back to fixed moments
+of March 2024 in the database, so the window rules and the contract's NTD check values can be
+tested exactly.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
 from tests.support.database import database_url
+from tests.support.in_process import AnyStation, InProcessStation, in_process_node
 from tests.support.processes import Server, Station, cli, provision, wait_for
 
 ZONE_NAME = "Asia/Kolkata"
@@ -183,15 +186,17 @@ def as_list(event: object) -> list[dict[str, str]]:
 
 @dataclass
 class Xm:
-    """The module's station: its server, an engine on its database for reads, and the moments
+    """The module's station: its node, an engine on its database for reads, and the moments
     around the post of MAIN's burglary."""
 
-    station: Station
+    station: AnyStation
     engine: Engine
     burglary_sent: tuple[int, int] = (0, 0)
 
     @property
     def server(self) -> Server:
+        """The process of a station on a real one."""
+        assert isinstance(self.station, Station)
         return self.station.server
 
     def post(self, panel: str, code: str, zone: str = "", area: str = "") -> None:
@@ -222,13 +227,13 @@ class Xm:
         urlencoded: bool = False,
     ) -> httpx.Response:
         """POST the form (multipart, as the spec says, or URL-encoded) with these headers."""
-        url = f"{self.server.url}{PATH}"
+        client = self.station.client
         if urlencoded:
-            return httpx.post(
-                url, params=params, data=dict(form), headers=dict(headers), timeout=30
+            return client.post(
+                PATH, params=params, data=dict(form), headers=dict(headers), timeout=30
             )
         parts = {name: (None, value) for name, value in form.items()}
-        return httpx.post(url, params=params, files=parts, headers=dict(headers), timeout=30)
+        return client.post(PATH, params=params, files=parts, headers=dict(headers), timeout=30)
 
     def call(self, method: str | None, **fields: str) -> httpx.Response:
         """A request signed by the published sha1 recipe."""
@@ -246,15 +251,15 @@ class Xm:
 
     def refused(self, send: Callable[[], httpx.Response], reason: str) -> None:
         """``send`` is answered 401 with exactly the authentication-failed body, which does not
-        tell why; the reason appears in the server log."""
-        before = self.server.log().count(reason)
+        tell why; the reason appears in the node's log."""
+        before = self.station.log().count(reason)
         response = send()
         assert response.status_code == 401, response.text
         assert response.json() == errors.AUTHENTICATION_FAILED
         assert reason not in response.text
         wait_for(
-            lambda: self.server.log().count(reason) > before,
-            f"{reason!r} in the server log",
+            lambda: self.station.log().count(reason) > before,
+            f"{reason!r} in the node's log",
             DEADLINE_S,
         )
 
@@ -298,37 +303,56 @@ def xm(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Xm]:
     cli(data_dir, "apiuser", "add", USER, "--password", PASSWORD)
     cli(data_dir, "apiuser", "add", HMAC_USER, "--password", HMAC_PASSWORD, "--hmac-only")
     env = {"ALARMHUB_TIMEZONE": ZONE_NAME, "ALARMHUB_TEST_GRACE_MINUTES": "0"}
-    server = Server(data_dir, env=env).start()
+    with in_process_node(data_dir, env) as node:
+        engine = open_engine(database_url(data_dir))
+        try:
+            yield _provisioned(Xm(InProcessStation(node, token, data_dir), engine))
+        finally:
+            engine.dispose()
+
+
+def _provisioned(hub: Xm) -> Xm:
+    """The module's signals posted and routed, its alarms resolved and its events backdated."""
+    engine = hub.engine
+    before = now_us()
+    hub.post("42", "E130", zone="15", area="1")
+    hub.burglary_sent = (before, now_us())
+    hub.post("42", "E110", zone="1")
+    hub.post("42", "R130", zone="15", area="1")
+    hub.post("42", "E401", zone="3")
+    hub.post("9999", "E130", zone="5")
+    hub.post("50", "E130", zone="1")
+    hub.post("50", "E401", zone="2")
+    hub.post("51", "E130", zone="1")
+    for user in ("1", "2", "3", "4"):
+        hub.post("60", "E401", zone=user)
+    wait_for(lambda: hub.unrouted() == 0, "every signal routed", DEADLINE_S)
+    wait_for(
+        lambda: (
+            sorted(a["account_number"] for a in hub.pending() if a["type"] == "FTT") == list(TESTED)
+        ),
+        "the FAIL TO TEST alarms of the accounts with a test interval",
+        DEADLINE_S,
+    )
+    resolve(engine, SETTLED)
+    backdate(engine, WINDOW)
+    return hub
+
+
+@pytest.fixture(scope="module")
+def served_xm(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Xm]:
+    """A station on a real ``alarmhub serve`` process with the sha1 API user, no signals."""
+    data_dir: Path = tmp_path_factory.mktemp("xm-served")
+    token = provision(data_dir)
+    cli(data_dir, "apiuser", "add", USER, "--password", PASSWORD)
+    station = Station(Server(data_dir).start(), token, data_dir)
     engine = open_engine(database_url(data_dir))
-    hub = Xm(Station(server, token, data_dir), engine)
     try:
-        before = now_us()
-        hub.post("42", "E130", zone="15", area="1")
-        hub.burglary_sent = (before, now_us())
-        hub.post("42", "E110", zone="1")
-        hub.post("42", "R130", zone="15", area="1")
-        hub.post("42", "E401", zone="3")
-        hub.post("9999", "E130", zone="5")
-        hub.post("50", "E130", zone="1")
-        hub.post("50", "E401", zone="2")
-        hub.post("51", "E130", zone="1")
-        for user in ("1", "2", "3", "4"):
-            hub.post("60", "E401", zone=user)
-        wait_for(lambda: hub.unrouted() == 0, "every signal routed", DEADLINE_S)
-        wait_for(
-            lambda: (
-                sorted(a["account_number"] for a in hub.pending() if a["type"] == "FTT")
-                == list(TESTED)
-            ),
-            "the FAIL TO TEST alarms of the accounts with a test interval",
-            DEADLINE_S,
-        )
-        resolve(engine, SETTLED)
-        backdate(engine, WINDOW)
-        yield hub
+        yield Xm(station, engine)
     finally:
         engine.dispose()
-        server.stop()
+        station.close()
+        station.server.stop()
 
 
 # XMHIST: fields and formats ------------------------------------------------------------------
@@ -830,8 +854,10 @@ def test_malformed_header_is_refused(xm: Xm, header: str, value: str, reason: st
     xm.refused(lambda: xm.send({"*setMethod": "XMAINPRO"}, headers), reason)
 
 
-def test_replay_after_a_restart_is_refused(xm: Xm) -> None:
+# on a real process: the smoke test of the query interface (signed queries), and SIGTERM
+def test_replay_after_a_restart_is_refused(served_xm: Xm) -> None:
     """Nonces are kept in the database: a restart does not forget them."""
+    xm = served_xm
     form = {"*setMethod": "XMAINPRO"}
     headers = sha1_headers()
     first = xm.send(form, headers)

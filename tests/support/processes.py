@@ -4,6 +4,7 @@ runs it, a provisioned station, and polling without timing assertions."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -203,6 +204,21 @@ class Server:
             self.process.wait(timeout=30)
 
 
+def contact_id_request(
+    body: object, pair: str, token: str, headers: dict[str, str] | None
+) -> dict[str, Any]:
+    """The arguments of an httpx POST of ``body`` (JSON, or bytes and text as they are) to
+    ``/rx/PAIR/contact_id`` under ``token``."""
+    request: dict[str, Any] = {
+        "url": f"/rx/{pair}/contact_id",
+        "headers": {"Authorization": f"Bearer {token}", **(headers or {})},
+        "timeout": 10,
+    }
+    if isinstance(body, bytes | str):
+        return {**request, "content": body}
+    return {**request, "json": body}
+
+
 @dataclass
 class Station:
     """A provisioned data directory with a running server and a token for driver ``rx1``."""
@@ -215,6 +231,20 @@ class Station:
     def url(self) -> str:
         return self.server.url
 
+    @functools.cached_property
+    def client(self) -> httpx.Client:
+        """A client of the server (``station.client.get("/healthz")``), a new connection for
+        each request, as ``httpx.get`` and ``httpx.post`` make."""
+        no_reuse = httpx.Limits(max_keepalive_connections=0)
+        return httpx.Client(base_url=self.url, timeout=10, limits=no_reuse)
+
+    def log(self) -> str:
+        return self.server.log()
+
+    def close(self) -> None:
+        if "client" in self.__dict__:
+            self.client.close()
+
     def post(
         self,
         body: object,
@@ -222,14 +252,8 @@ class Station:
         token: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> httpx.Response:
-        all_headers = {"Authorization": f"Bearer {token or self.token}", **(headers or {})}
-        if isinstance(body, bytes | str):
-            return httpx.post(
-                f"{self.url}/rx/{pair}/contact_id", content=body, headers=all_headers, timeout=10
-            )
-        return httpx.post(
-            f"{self.url}/rx/{pair}/contact_id", json=body, headers=all_headers, timeout=10
-        )
+        request = contact_id_request(body, pair, token or self.token, headers)
+        return httpx.post(**{**request, "url": self.url + request["url"]})
 
 
 def provision(data_dir: Path) -> str:

@@ -6,6 +6,12 @@ waiting frames in one transaction and answers. Each request is answered only aft
 that holds its row. While a commit runs, new signals queue for the next one, so batches grow with
 load and the cost of an fsync is shared. If the writer process dies, waiting requests fail
 (``STORE-1``, the caller retries) and a new one is started.
+
+How the writer is started is the one thing a node may choose (``start_writer``): by default
+:func:`start_process`, a process of its own; ``WriterThread.start`` of
+:mod:`alarmhub.store.writer_process` runs the same loop on the same socket and frames in a
+thread of the node's own process instead (a node embedded in another program, such as tests
+that call its app in-process).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
@@ -37,6 +43,36 @@ RESTART_SECONDS = 1.0
 START_TIMEOUT_SECONDS = 30.0
 
 Waiters = list[asyncio.Future[Stored]]
+
+
+class WriterHandle(Protocol):
+    """A started writer, as the node watches it: a process (``subprocess.Popen``) or a thread."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None:
+        """The exit code once the writer has ended, else None."""
+
+    def wait(self) -> int:
+        """Wait for the writer to end; its exit code."""
+
+
+StartWriter = Callable[[socket.socket], WriterHandle]
+"""Starts a writer on its end of the socket pair, which it takes over."""
+
+
+def start_process(sock: socket.socket) -> subprocess.Popen[bytes]:
+    """The writer as a process of its own, ``python -m alarmhub.store.writer_process``, on
+    ``sock`` (passed to it, then closed here)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "alarmhub.store.writer_process", str(sock.fileno())],
+            pass_fds=[sock.fileno()],
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        sock.close()
 
 
 class _Channel(asyncio.Protocol):
@@ -58,13 +94,16 @@ class _Channel(asyncio.Protocol):
 class SignalWriter:
     """Submits signals to the writer process and resolves each request after its commit."""
 
-    def __init__(self, engine: Engine, settings: Settings) -> None:
+    def __init__(
+        self, engine: Engine, settings: Settings, start_writer: StartWriter = start_process
+    ) -> None:
         self._engine = engine
         self._settings = settings
+        self._start_writer = start_writer
         self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
         self._in_flight: deque[Waiters] = deque()
         self._transport: Any = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: WriterHandle | None = None
         self._ready: asyncio.Future[None] | None = None
         self._flush_scheduled = False
         self._closing = False
@@ -86,12 +125,7 @@ class SignalWriter:
     async def _spawn(self) -> None:
         loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "alarmhub.store.writer_process", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-        )
-        theirs.close()
+        self._process = self._start_writer(theirs)
         self._ready = loop.create_future()
         transport, _ = await loop.create_unix_connection(lambda: _Channel(self), sock=ours)
         log.debug("writer channel", extra={"transport": type(transport).__name__})
@@ -225,4 +259,4 @@ class SignalWriter:
         return self._engine
 
 
-__all__ = ["SignalWriter", "Stored"]
+__all__ = ["SignalWriter", "StartWriter", "Stored", "WriterHandle", "start_process"]

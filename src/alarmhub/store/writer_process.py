@@ -7,15 +7,22 @@ and, every second, runs the supervision checks (fail to test, heartbeat loss). I
 from the HTTP process so that database work never waits for, nor holds up, the event loop's
 interpreter lock. It exits when its parent's end of the socket closes, after finishing the
 commit in progress; SIGINT and SIGTERM are left to the parent.
+
+:class:`WriterThread` runs the same loop, on the same socket and frames, in a thread of the
+node's own process instead (``SignalWriter(start_writer=WriterThread.start)``): for a node
+embedded in another program, such as tests that call its app in-process. It leaves the
+process's logging, signals, umask and garbage collector as they are.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import select
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -66,16 +73,17 @@ def _read_available(sock: socket.socket, buffer: bytearray, timeout: float | Non
     return True
 
 
-def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any]:
+def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any] | None:
     """The first frame from the parent: database URL and limits (never on the command line,
-    where other users of the machine could read a password)."""
+    where other users of the machine could read a password); None when the parent closed its
+    end first."""
     while True:
         messages = framing.decode_all(buffer)
         if messages:
             config: dict[str, Any] = messages[0]
             return config
         if not _read_available(sock, buffer, None):
-            raise SystemExit(0)
+            return None
 
 
 class WriterLoop:
@@ -114,10 +122,13 @@ class WriterLoop:
         self._unrouted_since = 0.0
         self._next_supervision = time.monotonic()
 
-    def run(self) -> None:
+    def recall(self) -> None:
+        """Load what routing remembers (the runaway windows) before the first commit."""
         with self._derived.transaction() as conn:
             self._routing.recall(conn, now_us())
-        quiet_garbage_collector()
+
+    def run(self) -> None:
+        """Tell the parent the writer is ready, then commit until the parent's end closes."""
         self._sock.sendall(framing.encode({"ready": True}))
         while self._open or self._waiting:
             self._receive()
@@ -314,6 +325,47 @@ class WriterLoop:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 
 
+class WriterThread:
+    """The writer loop in a thread of the node's own process, on its end of the socket pair;
+    watched as a process is (``pid``, ``poll``, ``wait``): exit code 0, or 1 when it failed."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._code = 1  # until the loop has ended well
+        self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
+
+    @classmethod
+    def start(cls, sock: socket.socket) -> WriterThread:
+        writer = cls(sock)
+        writer._thread.start()
+        return writer
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    def poll(self) -> int | None:
+        return None if self._thread.is_alive() else self._code
+
+    def wait(self) -> int:
+        self._thread.join()
+        return self._code
+
+    def _run(self) -> None:
+        try:
+            buffer = bytearray()
+            config = _configuration(self._sock, buffer)
+            if config is not None:
+                loop = WriterLoop(self._sock, config, buffer)
+                loop.recall()
+                loop.run()
+            self._code = 0
+        except Exception:
+            log.exception("writer thread failed")
+        finally:
+            self._sock.close()
+
+
 def main() -> None:
     files.restrict_umask()  # as its parent, whoever started it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -322,8 +374,13 @@ def main() -> None:
     try:
         buffer = bytearray()
         config = _configuration(sock, buffer)
+        if config is None:
+            return
         logs.configure(config["log_level"], config["log_format"])
-        WriterLoop(sock, config, buffer).run()
+        loop = WriterLoop(sock, config, buffer)
+        loop.recall()
+        quiet_garbage_collector()
+        loop.run()
     except Exception:
         log.exception("writer process failed")
         raise SystemExit(1) from None

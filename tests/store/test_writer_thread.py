@@ -1,0 +1,84 @@
+"""The writer loop in a thread of the node's process (``WriterThread``), as in-process tests run
+it: the node's side commits through it as through the writer process, and it reports how it
+ended as a process does."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from alarmhub.core.errors import StoreUnavailable
+from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.settings import load
+from alarmhub.store.commit import Stored
+from alarmhub.store.engine import open_engine
+from alarmhub.store.writer import SignalWriter, WriterHandle
+from alarmhub.store.writer_process import WriterThread
+from tests.support.database import database_url, db_rows
+
+
+def _signal(zone: str) -> Signal:
+    return Signal("site1", "rx1", SignalFields("1234", "0042", "E130", "01", zone), "t", 1, None)
+
+
+class Started:
+    """``WriterThread.start``, keeping the writers it started."""
+
+    def __init__(self) -> None:
+        self.writers: list[WriterHandle] = []
+
+    def __call__(self, sock: socket.socket) -> WriterHandle:
+        writer = WriterThread.start(sock)
+        self.writers.append(writer)
+        return writer
+
+
+def test_signals_are_committed_and_answered_through_a_writer_thread(tmp_path: Path) -> None:
+    database_url(tmp_path)
+    settings = load(tmp_path)
+    started = Started()
+
+    async def scenario() -> list[Stored]:
+        engine = open_engine(settings.database)
+        writer = SignalWriter(engine, settings, started)
+        await writer.start()
+        try:
+            return await asyncio.gather(*(writer.submit(_signal(f"{i:03}")) for i in range(5)))
+        finally:
+            await writer.stop()
+            engine.dispose()
+
+    stored = asyncio.run(scenario())
+    numbers = [x.incident_number for x in stored]
+    assert numbers == sorted(numbers) and len(set(numbers)) == 5
+    assert not any(x.duplicate or x.conflict for x in stored)
+    rows = db_rows(tmp_path, "SELECT incident_number, zone FROM signal ORDER BY incident_number")
+    assert [(r["incident_number"], r["zone"]) for r in rows] == [
+        (n, f"{i:03}") for i, n in enumerate(numbers)
+    ]
+    [thread] = started.writers
+    assert thread.poll() == 0, "the loop ends once the node's end of the socket closes"
+    assert thread.wait() == 0
+
+
+def test_a_writer_thread_that_cannot_open_its_database_fails_the_start(tmp_path: Path) -> None:
+    database_url(tmp_path)
+    settings = load(tmp_path)
+    unreachable = load(tmp_path, database_url=f"sqlite:///{tmp_path / 'no' / 'such.db'}")
+    started = Started()
+
+    async def scenario() -> None:
+        engine = open_engine(settings.database)
+        writer = SignalWriter(engine, unreachable, started)
+        try:
+            await writer.start()
+        finally:
+            await writer.stop()
+            engine.dispose()
+
+    with pytest.raises(StoreUnavailable, match="did not start"):
+        asyncio.run(scenario())
+    assert [w.wait() for w in started.writers] == [1]
