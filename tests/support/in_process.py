@@ -32,7 +32,7 @@ from alarmhub.logs import KeyValueFormatter
 from alarmhub.settings import load
 from alarmhub.store.writer_process import WriterThread
 from tests.support.database import database_url
-from tests.support.processes import Station, contact_id_request
+from tests.support.processes import PostsSignals, Station
 
 BASE_URL = "http://alarmhub.test"
 
@@ -168,7 +168,7 @@ def in_process_node(
 
 
 @dataclass
-class InProcessStation:
+class InProcessStation(PostsSignals):
     """A provisioned data directory with an in-process node and a token for driver ``rx1``."""
 
     node: InProcessNode
@@ -185,15 +185,6 @@ class InProcessStation:
 
     def log(self) -> str:
         return self.node.log()
-
-    def post(
-        self,
-        body: object,
-        pair: str = "site1:rx1",
-        token: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
-        return self.client.post(**contact_id_request(body, pair, token or self.token, headers))
 
 
 AnyStation = Station | InProcessStation

@@ -219,8 +219,27 @@ def contact_id_request(
     return {**request, "json": body}
 
 
+class PostsSignals:
+    """``post``: a Contact ID signal sent with the station's token through its ``client``."""
+
+    token: str
+
+    @property
+    def client(self) -> httpx.Client:
+        raise NotImplementedError
+
+    def post(
+        self,
+        body: object,
+        pair: str = "site1:rx1",
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        return self.client.post(**contact_id_request(body, pair, token or self.token, headers))
+
+
 @dataclass
-class Station:
+class Station(PostsSignals):
     """A provisioned data directory with a running server and a token for driver ``rx1``."""
 
     server: Server
@@ -244,16 +263,6 @@ class Station:
     def close(self) -> None:
         if "client" in self.__dict__:
             self.client.close()
-
-    def post(
-        self,
-        body: object,
-        pair: str = "site1:rx1",
-        token: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
-        request = contact_id_request(body, pair, token or self.token, headers)
-        return httpx.post(**{**request, "url": self.url + request["url"]})
 
 
 def provision(data_dir: Path) -> str:
