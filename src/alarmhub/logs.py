@@ -43,7 +43,7 @@ def _quote(value: Any) -> str:
 
 def _json_safe(line: str) -> str:
     """orjson escapes C0 controls; the rest of the unsafe characters (valid raw in JSON) are
-    written as ``\\uXXXX`` escapes too: the line decodes to the same values."""
+    written as ``\\u`` escapes (four hex digits) too: the line decodes to the same values."""
     return _UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 

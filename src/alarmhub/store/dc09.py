@@ -121,9 +121,9 @@ def set_key(engine: Engine, station_key: Fernet, account: str, key_hex: str | No
         if (
             key_hex is None
             and not conn.execute(
-                select(schema.dc09_account.c.account).where(
-                    schema.dc09_account.c.account == account,
-                    schema.dc09_account.c.key_encrypted.is_not(None),
+                select(DC09_ACCOUNT.account).where(
+                    DC09_ACCOUNT.account == account,
+                    DC09_ACCOUNT.key_encrypted.is_not(None),
                 )
             ).first()
         ):

@@ -243,7 +243,7 @@ def add_account(engine: Engine, account: Account) -> dict[str, Any]:
     with write_transaction(engine) as conn:
         number = account.account_number
         if conn.execute(
-            select(schema.account.c.account_number).where(schema.account.c.account_number == number)
+            select(ACCOUNT.account_number).where(ACCOUNT.account_number == number)
         ).first():
             raise ProvisioningError(f"account {number!r} already exists")
         now = now_us()
@@ -277,9 +277,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
             chunk = numbers[start : start + 500]
             existing.update(
                 conn.execute(
-                    select(schema.account.c.account_number).where(
-                        schema.account.c.account_number.in_(chunk)
-                    )
+                    select(ACCOUNT.account_number).where(ACCOUNT.account_number.in_(chunk))
                 ).scalars()
             )
         now = now_us()
@@ -296,7 +294,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
                 values = _account_values(a)
                 conn.execute(
                     update(schema.account)
-                    .where(schema.account.c.account_number == a.account_number)
+                    .where(ACCOUNT.account_number == a.account_number)
                     .values({**values, "updated_us": now})
                 )
                 updated += 1
@@ -306,7 +304,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
 
 def list_accounts(engine: Engine, limit: int | None = None) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        query = select(schema.account).order_by(schema.account.c.account_number)
+        query = select(schema.account).order_by(ACCOUNT.account_number)
         if limit:
             query = query.limit(limit)
         return [dict(r) for r in conn.execute(query).mappings()]

@@ -44,11 +44,7 @@ def count_pending(conn: Connection) -> int:
 
 
 def alarm(conn: Connection, alarm_id: int) -> dict[str, Any] | None:
-    row = (
-        conn.execute(select(schema.alarm).where(schema.alarm.c.alarm_id == alarm_id))
-        .mappings()
-        .first()
-    )
+    row = conn.execute(select(schema.alarm).where(ALARM.alarm_id == alarm_id)).mappings().first()
     return dict(row) if row else None
 
 
@@ -121,7 +117,7 @@ def history_of_incident(conn: Connection, incident_number: int) -> list[dict[str
 
 def newest_signals(conn: Connection, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` newest stored signals, newest first."""
-    query = select(schema.signal).order_by(schema.signal.c.incident_number.desc()).limit(limit)
+    query = select(schema.signal).order_by(SIGNAL.incident_number.desc()).limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]
 
 

@@ -104,9 +104,7 @@ class SqlRepository:
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
             found = self._conn.execute(
-                select(schema.account.c.account_number).where(
-                    schema.account.c.account_number.in_(chunk)
-                )
+                select(ACCOUNT.account_number).where(ACCOUNT.account_number.in_(chunk))
             ).scalars()
             self._known_accounts.update(found)
         self._checked_accounts.update(wanted)
@@ -200,7 +198,7 @@ class SqlRepository:
             return
         self._conn.execute(
             update(schema.alarm)
-            .where(schema.alarm.c.alarm_id == alarm_id, schema.alarm.c.restore_us.is_(None))
+            .where(ALARM.alarm_id == alarm_id, ALARM.restore_us.is_(None))
             .values(restore_us=at_us)
         )
         self._queue_changed = True

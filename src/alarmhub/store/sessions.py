@@ -113,11 +113,7 @@ def session_operator(conn: Connection, token: str, now_us: int) -> Operator | No
 
 
 def end_session(conn: Connection, token: str) -> None:
-    conn.execute(
-        delete(schema.console_session).where(
-            schema.console_session.c.token_hash == token_hash(token)
-        )
-    )
+    conn.execute(delete(schema.console_session).where(SESSION.token_hash == token_hash(token)))
 
 
 def end_sessions(conn: Connection, code: str) -> int:
