@@ -14,6 +14,8 @@ from importlib import resources
 from string import Formatter
 from typing import Literal
 
+from alarmhub.core.response import call_list_problem
+
 Category = Literal["O", "S"]
 OPERATOR_HANDLED: Category = "O"
 SYSTEM_HANDLED: Category = "S"
@@ -36,6 +38,7 @@ class AlarmType:
     category: Category
     restore_expected: bool
     hist_text: str
+    contact_list: str = ""  # the call list its alarms use; empty: PRIMARY
 
     def text(self, event: str, zone: str, area: str) -> str:
         """The history text for one signal: the template filled in, upper case."""
@@ -65,6 +68,8 @@ def alarm_type_problem(alarm_type: AlarmType) -> str | None:
     unknown = names - PLACEHOLDERS
     if unknown:
         return f"hist_text may use only {{event}}, {{zone}} and {{area}}, not {sorted(unknown)}"
+    if t.contact_list:
+        return call_list_problem(t.contact_list)
     return None
 
 
@@ -119,3 +124,4 @@ RUNAWAY = SystemAlarm("RUNAW", "RUNAWAY", "G", "B0")
 SOURCE_FAILURE = SystemAlarm("SRCFL", "SOURCE FAILURE", "G", "B0")
 FAIL_TO_TEST = SystemAlarm("FTT", "FAIL TO TEST", "G", "B0")
 COMMUNICATION_FAILURE = SystemAlarm("COMFL", "COMMUNICATION FAILURE", "G", "B0")
+DURESS = SystemAlarm("DURES", "DURESS CODE GIVEN", "!", "5F")  # first in pending

@@ -123,3 +123,183 @@ def check_passcode(
         return PasscodeAnswer(verified=True, duress=True)
     verified = any(matches(hashed, given) for hashed in passcode_hashes)
     return PasscodeAnswer(verified=verified, duress=False)
+
+
+# what data entry keeps ----------------------------------------------------------------------
+
+DESCRIPTION_MAX = 40
+EQUIPMENT_MAX = 30
+NAME_MAX = 60
+PHONE_MAX = 20
+EMAIL_MAX = 120
+RELATION_MAX = 30
+NOTES_MAX = 500
+PERMIT_MAX = 40
+AGENCY_CODE_MAX = 16
+PASSCODE_MIN = 3
+PASSCODE_MAX = 32
+_PHONE_CHARS = frozenset("0123456789+-() .x#*")
+
+
+class AgencyKind(StrEnum):
+    """The dispatch points an account has: one of each kind."""
+
+    POLICE = "police"
+    FIRE = "fire"
+    MEDICAL = "medical"
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    """What a zone of an account's panel is: ``area`` is ``ANY_AREA`` for every area."""
+
+    account_number: str
+    zone: str
+    description: str
+    area: str = ANY_AREA
+    equipment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PanelUser:
+    """A user of an account's panel, by the number the panel reports."""
+
+    account_number: str
+    user: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Phone:
+    number: str
+    kind: PhoneKind = PhoneKind.MOBILE
+
+
+@dataclass(frozen=True, slots=True)
+class Contact:
+    """Someone to call for an account. The passcode is never here: only its hash is kept."""
+
+    account_number: str
+    name: str
+    phones: tuple[Phone, ...] = ()
+    email: str = ""
+    relation: str = ""
+    notes: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Agency:
+    """A police, fire or medical dispatch point, kept station-wide under a short code."""
+
+    code: str
+    kind: AgencyKind
+    name: str
+    phone: str = ""
+
+
+def _text_problem(what: str, value: str, most: int, required: bool = False) -> str | None:
+    if required and not value.strip():
+        return f"{what} must not be empty"
+    if len(value) > most:
+        return f"{what} must be at most {most} characters"
+    if value and not value.isprintable():
+        return f"{what} must be printable text"
+    return None
+
+
+def area_problem(area: str) -> str | None:
+    """Why ``area`` cannot be an area of a zone description, or None: 1-2 digits or empty."""
+    if area and (len(area) > 2 or not area.isascii() or not area.isdigit()):
+        return "area must be a number from 00 to 99 (or empty: every area)"
+    return None
+
+
+def two_digits(area: str) -> str:
+    """An area as Contact ID writes it (``1`` is ``01``); empty stays empty (every area)."""
+    return area.zfill(2) if area else ANY_AREA
+
+
+def zone_problem(zone: Zone) -> str | None:
+    """Why ``zone`` cannot be kept, or None when it can."""
+    return (
+        number_problem(zone.zone, "zone")
+        or area_problem(zone.area)
+        or _text_problem("description", zone.description, DESCRIPTION_MAX, required=True)
+        or _text_problem("equipment", zone.equipment, EQUIPMENT_MAX)
+    )
+
+
+def user_problem(user: PanelUser) -> str | None:
+    """Why ``user`` cannot be kept, or None when it can."""
+    return number_problem(user.user, "user") or _text_problem("name", user.name, NAME_MAX, True)
+
+
+def phone_problem(number: str) -> str | None:
+    """Why ``number`` cannot be a phone number, or None: digits and the usual punctuation."""
+    if not number.strip() or len(number) > PHONE_MAX:
+        return f"a phone number is 1-{PHONE_MAX} characters"
+    if not set(number) <= _PHONE_CHARS or not any(c.isdigit() for c in number):
+        return f"phone number {number!r} may hold only digits, spaces and + - ( ) . x # *"
+    return None
+
+
+def phone_kind(value: str) -> PhoneKind:
+    """The kind a text names (empty: mobile); ValueError names the kinds."""
+    try:
+        return PhoneKind(value.strip().lower() or PhoneKind.MOBILE)
+    except ValueError:
+        kinds = ", ".join(k.value for k in PhoneKind)
+        raise ValueError(f"phone kind {value!r} is not one of {kinds}") from None
+
+
+def contact_problem(contact: Contact) -> str | None:
+    """Why ``contact`` cannot be kept, or None when it can."""
+    problem = _text_problem("name", contact.name, NAME_MAX, required=True)
+    if problem:
+        return problem
+    if len(contact.phones) > MAX_PHONES:
+        return f"a contact has at most {MAX_PHONES} phone numbers"
+    for phone in contact.phones:
+        problem = phone_problem(phone.number)
+        if problem:
+            return problem
+    if contact.email and ("@" not in contact.email or " " in contact.email.strip()):
+        return f"email {contact.email!r} is not an address"
+    return (
+        _text_problem("email", contact.email, EMAIL_MAX)
+        or _text_problem("relation", contact.relation, RELATION_MAX)
+        or _text_problem("notes", contact.notes, NOTES_MAX)
+    )
+
+
+def agency_problem(agency: Agency) -> str | None:
+    """Why ``agency`` cannot be kept, or None when it can."""
+    code = agency.code
+    if (
+        not code
+        or len(code) > AGENCY_CODE_MAX
+        or not code.isascii()
+        or not all(c.isalnum() or c in "-_" for c in code)
+    ):
+        return f"an agency code is 1-{AGENCY_CODE_MAX} letters, digits, '-' or '_'"
+    problem = _text_problem("name", agency.name, NAME_MAX, required=True)
+    if problem:
+        return problem
+    return phone_problem(agency.phone) if agency.phone else None
+
+
+def permit_problem(permit: str) -> str | None:
+    return _text_problem("permit", permit, PERMIT_MAX)
+
+
+def passcode_problem(passcode: str) -> str | None:
+    """Why ``passcode`` cannot be a passcode, or None: 3-32 printable characters."""
+    if not PASSCODE_MIN <= len(passcode) <= PASSCODE_MAX or not passcode.isprintable():
+        return f"a passcode is {PASSCODE_MIN}-{PASSCODE_MAX} printable characters"
+    return None
+
+
+def next_to_call(call_list: Iterable[int], tried: Iterable[int]) -> int | None:
+    """The first contact of a call list (contact ids in order) not tried yet for the alarm."""
+    done = set(tried)
+    return next((contact for contact in call_list if contact not in done), None)

@@ -342,6 +342,7 @@ def alarm_type_overrides(conn: Connection) -> dict[str, AlarmType]:
             category=row["category"],
             restore_expected=bool(row["restore_expected"]),
             hist_text=row["hist_text"],
+            contact_list=row["contact_list"] or "",
         )
         for row in rows
     }

@@ -16,6 +16,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    UniqueConstraint,
     false,
 )
 
@@ -82,6 +83,13 @@ account = Table(
     Column("test_interval_s", Integer, nullable=True),
     Column("last_test_us", BigInteger, nullable=True),
     Column("test_alarm_id", BigInteger, nullable=True),
+    # response data (decisions section 7): the agencies dispatched to it, its alarm permit
+    # and the Argon2 hash of its duress code
+    Column("police", String(16), nullable=True),
+    Column("fire", String(16), nullable=True),
+    Column("medical", String(16), nullable=True),
+    Column("permit", String(40), nullable=True),
+    Column("duress_hash", String(200), nullable=True),
 )
 
 signal = Table(
@@ -169,6 +177,7 @@ alarm_type = Table(
     Column("restore_expected", Boolean, nullable=False),
     Column("hist_text", String(60), nullable=False),
     Column("updated_us", BigInteger, nullable=False),
+    Column("contact_list", String(16), nullable=False, server_default=""),
 )
 """The station's overrides of the shipped alarm types (core/alarm_types.tsv)."""
 
@@ -203,6 +212,8 @@ alarm = Table(
     Column("been_on_hold", Boolean, nullable=False, server_default=false()),
     Column("resolved_us", BigInteger, nullable=True),
     Column("resolution", String(8), nullable=True),
+    # an alarm never handed to this operator: the DURESS alarm of the passcode check they made
+    Column("not_for_opr", String(3), nullable=True),
 )
 """Alarms that need an operator: the pending queue (state ``pending``), the In Process queue
 (``in_process``, with the operator in ``opr``), held alarms (``on_hold`` until
@@ -247,6 +258,95 @@ history = Table(
 """Account history: one event per routed signal, system alarm, restoral and operator action."""
 Index("ix_history_account_time", history.c.account_number, history.c.received_us)
 Index("ix_history_incident", history.c.incident_number)
+
+# account response data (decisions section 7) --------------------------------------------
+
+account_zone = Table(
+    "account_zone",
+    metadata,
+    Column("account_number", String(9), ForeignKey("account.account_number"), nullable=False),
+    Column("zone", String(3), nullable=False),
+    Column("area", String(2), nullable=False),
+    Column("description", String(40), nullable=False),
+    Column("equipment", String(30), nullable=False, server_default=""),
+    PrimaryKeyConstraint("account_number", "zone", "area"),
+)
+"""What each zone of an account's panel is; area ``''`` applies in every area."""
+
+account_user = Table(
+    "account_user",
+    metadata,
+    Column("account_number", String(9), ForeignKey("account.account_number"), nullable=False),
+    Column("user_number", String(3), nullable=False),
+    Column("name", String(60), nullable=False),
+    PrimaryKeyConstraint("account_number", "user_number"),
+)
+"""The users of an account's panel, by the number the panel reports."""
+
+contact = Table(
+    "contact",
+    metadata,
+    Column(
+        "contact_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("account_number", String(9), ForeignKey("account.account_number"), nullable=False),
+    Column("name", String(60), nullable=False),
+    Column("phone1", String(20), nullable=False, server_default=""),
+    Column("kind1", String(6), nullable=False, server_default=""),
+    Column("phone2", String(20), nullable=False, server_default=""),
+    Column("kind2", String(6), nullable=False, server_default=""),
+    Column("phone3", String(20), nullable=False, server_default=""),
+    Column("kind3", String(6), nullable=False, server_default=""),
+    Column("email", String(120), nullable=False, server_default=""),
+    Column("relation", String(30), nullable=False, server_default=""),
+    Column("notes", String(500), nullable=False, server_default=""),
+    Column("passcode_hash", String(200), nullable=True),
+    Column("updated_us", BigInteger, nullable=False),
+    UniqueConstraint("account_number", "name"),
+    sqlite_autoincrement=True,
+)
+"""The people to call for an account: one name per account (an import updates by name), up to
+three phone numbers with their kinds, and the Argon2 hash of their passcode, never the code."""
+
+call_list_entry = Table(
+    "call_list_entry",
+    metadata,
+    Column("account_number", String(9), nullable=False),
+    Column("list_name", String(16), nullable=False),
+    Column("contact_id", BigInteger, ForeignKey("contact.contact_id"), nullable=False),
+    Column("position", Integer, nullable=False),
+    PrimaryKeyConstraint("account_number", "list_name", "contact_id"),
+)
+"""The named, ordered call lists of an account: its contacts in the order they are called."""
+Index("ix_call_list_entry_contact", call_list_entry.c.contact_id)
+
+agency = Table(
+    "agency",
+    metadata,
+    Column("code", String(16), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("name", String(60), nullable=False),
+    Column("phone", String(20), nullable=False, server_default=""),
+    Column("updated_us", BigInteger, nullable=False),
+)
+"""Police, fire and medical dispatch points, kept station-wide and assigned to accounts."""
+
+call_attempt = Table(
+    "call_attempt",
+    metadata,
+    Column("alarm_id", BigInteger, nullable=False),
+    Column("at_us", BigInteger, nullable=False),
+    Column("contact_id", BigInteger, nullable=True),
+    Column("phone", String(20), nullable=False),
+    Column("outcome", String(12), nullable=False),
+    Column("opr", String(3), nullable=False),
+)
+"""The calls an operator made for an alarm, with whom and how each ended: the alarm screen
+marks who has been tried (the history record of each call says it in words)."""
+Index("ix_call_attempt_alarm", call_attempt.c.alarm_id)
 
 # operators ---------------------------------------------------------------------------------
 

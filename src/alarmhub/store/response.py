@@ -1,0 +1,429 @@
+"""An account's response data in the store (decisions section 7): zones, panel users, contacts
+and their call lists, agencies, the account's permit and duress code; what routing, the console
+and XMAPEND read of it; and the calls operators made.
+
+Every change bumps the ``response`` revision, so the answers cached per state (XMAPEND) see it.
+Passcodes arrive here already hashed (Argon2): the store never sees one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
+from sqlalchemy.engine import Engine
+
+from alarmhub.clock import now_us
+from alarmhub.core import response as rules
+from alarmhub.core.errors import ProvisioningError
+from alarmhub.core.response import Agency, Contact, PanelUser, Phone, Zone
+from alarmhub.store import alarm_response, schema
+from alarmhub.store.alarm_response import PHONE_COLUMNS, chunks
+from alarmhub.store.engine import write_transaction
+from alarmhub.store.provisioning import bump_revision
+
+RESPONSE = "response"
+
+ACCOUNT = schema.account.c
+ZONE = schema.account_zone.c
+USER = schema.account_user.c
+CONTACT = schema.contact.c
+ENTRY = schema.call_list_entry.c
+AGENCY = schema.agency.c
+
+
+def known_accounts(conn: Connection, numbers: Iterable[str]) -> set[str]:
+    """Which of ``numbers`` are accounts."""
+    wanted = sorted(set(numbers))
+    found: set[str] = set()
+    for chunk in chunks(wanted):
+        found.update(
+            conn.execute(
+                select(ACCOUNT.account_number).where(ACCOUNT.account_number.in_(chunk))
+            ).scalars()
+        )
+    return found
+
+
+def _need_account(conn: Connection, number: str) -> None:
+    if not known_accounts(conn, [number]):
+        raise ProvisioningError(f"no account {number!r}")
+
+
+def _checked(problem: str | None) -> None:
+    if problem:
+        raise ProvisioningError(problem)
+
+
+# zones and panel users -----------------------------------------------------------------------
+
+
+def zone_values(zone: Zone) -> dict[str, str]:
+    return {
+        "account_number": zone.account_number,
+        "zone": rules.three_digits(zone.zone),
+        "area": rules.two_digits(zone.area),
+        "description": zone.description.strip(),
+        "equipment": zone.equipment.strip(),
+    }
+
+
+def set_zone(engine: Engine, zone: Zone) -> dict[str, str]:
+    """Add or change what a zone is (in one area, or with no area in every area)."""
+    _checked(rules.zone_problem(zone))
+    values = zone_values(zone)
+    with write_transaction(engine) as conn:
+        _need_account(conn, zone.account_number)
+        key = (ZONE.account_number, ZONE.zone, ZONE.area)
+        where = tuple_(*key) == (values["account_number"], values["zone"], values["area"])
+        if not conn.execute(update(schema.account_zone).where(where).values(values)).rowcount:
+            conn.execute(insert(schema.account_zone).values(values))
+        bump_revision(conn, RESPONSE)
+    return values
+
+
+def list_zones(engine: Engine, account_number: str) -> list[dict[str, str]]:
+    with engine.connect() as conn:
+        _need_account(conn, account_number)
+        rows = conn.execute(
+            select(ZONE.zone, ZONE.area, ZONE.description, ZONE.equipment)
+            .where(ZONE.account_number == account_number)
+            .order_by(ZONE.zone, ZONE.area)
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def remove_zone(engine: Engine, account_number: str, zone: str, area: str = "") -> None:
+    _checked(rules.number_problem(zone) or rules.area_problem(area))
+    with write_transaction(engine) as conn:
+        gone = conn.execute(
+            delete(schema.account_zone).where(
+                ZONE.account_number == account_number,
+                ZONE.zone == rules.three_digits(zone),
+                ZONE.area == rules.two_digits(area),
+            )
+        ).rowcount
+        if not gone:
+            where = f" area {rules.two_digits(area)}" if area else ""
+            raise ProvisioningError(f"account {account_number!r} has no zone {zone}{where}")
+        bump_revision(conn, RESPONSE)
+
+
+def user_values(user: PanelUser) -> dict[str, str]:
+    return {
+        "account_number": user.account_number,
+        "user_number": rules.three_digits(user.user),
+        "name": user.name.strip(),
+    }
+
+
+def set_user(engine: Engine, user: PanelUser) -> dict[str, str]:
+    _checked(rules.user_problem(user))
+    values = user_values(user)
+    with write_transaction(engine) as conn:
+        _need_account(conn, user.account_number)
+        where = (USER.account_number == user.account_number) & (
+            USER.user_number == values["user_number"]
+        )
+        if not conn.execute(update(schema.account_user).where(where).values(values)).rowcount:
+            conn.execute(insert(schema.account_user).values(values))
+        bump_revision(conn, RESPONSE)
+    return values
+
+
+def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
+    with engine.connect() as conn:
+        _need_account(conn, account_number)
+        rows = conn.execute(
+            select(USER.user_number.label("user"), USER.name)
+            .where(USER.account_number == account_number)
+            .order_by(USER.user_number)
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def remove_user(engine: Engine, account_number: str, user: str) -> None:
+    _checked(rules.number_problem(user, "user"))
+    with write_transaction(engine) as conn:
+        gone = conn.execute(
+            delete(schema.account_user).where(
+                USER.account_number == account_number,
+                USER.user_number == rules.three_digits(user),
+            )
+        ).rowcount
+        if not gone:
+            raise ProvisioningError(f"account {account_number!r} has no user {user}")
+        bump_revision(conn, RESPONSE)
+
+
+# contacts and call lists --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A place on a call list: ``order`` 1 is called first; None puts it last."""
+
+    list_name: str
+    order: int | None = None
+
+
+def placement(list_name: str, order: int | None = None) -> Placement:
+    """A checked placement, its list name as kept (upper case)."""
+    name = rules.call_list_name(list_name)
+    _checked(rules.call_list_problem(name))
+    if order is not None and not 1 <= order <= 999:
+        raise ProvisioningError("a call list order is 1-999")
+    return Placement(name, order)
+
+
+def contact_values(contact: Contact) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "account_number": contact.account_number,
+        "name": contact.name.strip(),
+        "email": contact.email.strip(),
+        "relation": contact.relation.strip(),
+        "notes": contact.notes.strip(),
+    }
+    for n, (number, kind) in enumerate(PHONE_COLUMNS):
+        phone = contact.phones[n] if n < len(contact.phones) else None
+        values[number] = phone.number.strip() if phone else ""
+        values[kind] = phone.kind.value if phone else ""
+    return values
+
+
+def _place(conn: Connection, account: str, contact_id: int, where: Placement) -> None:
+    """Put a contact on a call list; an order already taken moves those from it down one."""
+    on_list = (ENTRY.account_number == account) & (ENTRY.list_name == where.list_name)
+    conn.execute(delete(schema.call_list_entry).where(on_list, ENTRY.contact_id == contact_id))
+    if where.order is None:
+        last = conn.execute(select(func.max(ENTRY.position)).where(on_list)).scalar()
+        position = int(last or 0) + 1
+    else:
+        position = where.order
+        conn.execute(
+            update(schema.call_list_entry)
+            .where(on_list, ENTRY.position >= position)
+            .values(position=ENTRY.position + 1)
+        )
+    conn.execute(
+        insert(schema.call_list_entry).values(
+            account_number=account,
+            list_name=where.list_name,
+            contact_id=contact_id,
+            position=position,
+        )
+    )
+
+
+def add_contact(
+    engine: Engine,
+    contact: Contact,
+    lists: Sequence[Placement] = (),
+    passcode_hash: str | None = None,
+) -> int:
+    """Add a contact of an account, on the call lists named (``PRIMARY`` when none is);
+    its id."""
+    _checked(rules.contact_problem(contact))
+    values = contact_values(contact)
+    with write_transaction(engine) as conn:
+        _need_account(conn, contact.account_number)
+        if conn.execute(
+            select(CONTACT.contact_id).where(
+                CONTACT.account_number == contact.account_number, CONTACT.name == values["name"]
+            )
+        ).first():
+            raise ProvisioningError(
+                f"account {contact.account_number!r} already has a contact named "
+                f"{values['name']!r} (change it with 'contact update')"
+            )
+        contact_id = conn.execute(
+            insert(schema.contact)
+            .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
+            .returning(CONTACT.contact_id)
+        ).scalar_one()
+        for where in lists or [Placement(rules.DEFAULT_CALL_LIST)]:
+            _place(conn, contact.account_number, contact_id, where)
+        bump_revision(conn, RESPONSE)
+    return int(contact_id)
+
+
+def update_contact(
+    engine: Engine,
+    account_number: str,
+    contact_id: int,
+    changes: Mapping[str, Any],
+    lists: Sequence[Placement] = (),
+    off_lists: Sequence[str] = (),
+    passcode_hash: str | None = None,
+    clear_passcode: bool = False,
+) -> dict[str, Any]:
+    """Change a contact: ``changes`` holds the fields of :class:`Contact` to replace (``phones``
+    replaces every number); ``lists`` places it, ``off_lists`` takes it off lists."""
+    with write_transaction(engine) as conn:
+        current = _contacts(conn, account_number, contact_id)
+        if not current:
+            raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
+        row = current[0]
+        contact = Contact(
+            account_number=account_number,
+            name=changes.get("name", row["name"]),
+            phones=tuple(
+                changes.get("phones")
+                or (Phone(p["number"], rules.PhoneKind(p["kind"])) for p in row["phones"])
+            ),
+            email=changes.get("email", row["email"]),
+            relation=changes.get("relation", row["relation"]),
+            notes=changes.get("notes", row["notes"]),
+        )
+        _checked(rules.contact_problem(contact))
+        values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
+        if passcode_hash is not None or clear_passcode:
+            values["passcode_hash"] = passcode_hash
+        try:
+            conn.execute(
+                update(schema.contact).where(CONTACT.contact_id == contact_id).values(values)
+            )
+        except Exception as exc:  # the unique (account, name): another contact has the name
+            if "unique" in str(exc).lower():
+                raise ProvisioningError(
+                    f"account {account_number!r} already has a contact named {contact.name!r}"
+                ) from None
+            raise
+        for name in off_lists:
+            conn.execute(
+                delete(schema.call_list_entry).where(
+                    ENTRY.account_number == account_number,
+                    ENTRY.list_name == rules.call_list_name(name),
+                    ENTRY.contact_id == contact_id,
+                )
+            )
+        for where in lists:
+            _place(conn, account_number, contact_id, where)
+        bump_revision(conn, RESPONSE)
+        return _contacts(conn, account_number, contact_id)[0]
+
+
+def remove_contact(engine: Engine, account_number: str, contact_id: int) -> None:
+    with write_transaction(engine) as conn:
+        conn.execute(
+            delete(schema.call_list_entry).where(
+                ENTRY.account_number == account_number, ENTRY.contact_id == contact_id
+            )
+        )
+        gone = conn.execute(
+            delete(schema.contact).where(
+                CONTACT.account_number == account_number, CONTACT.contact_id == contact_id
+            )
+        ).rowcount
+        if not gone:
+            raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
+        bump_revision(conn, RESPONSE)
+
+
+def _contacts(
+    conn: Connection, account_number: str, contact_id: int | None = None
+) -> list[dict[str, Any]]:
+    """An account's contacts (or one), each with its phones and call lists, never its
+    passcode: only whether it has one."""
+    query = select(schema.contact).where(CONTACT.account_number == account_number)
+    if contact_id is not None:
+        query = query.where(CONTACT.contact_id == contact_id)
+    rows = conn.execute(query.order_by(CONTACT.name, CONTACT.contact_id)).mappings().all()
+    lists: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for list_name, entry_contact, position in conn.execute(
+        select(ENTRY.list_name, ENTRY.contact_id, ENTRY.position)
+        .where(ENTRY.account_number == account_number)
+        .order_by(ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
+    ):
+        lists[int(entry_contact)].append({"name": list_name, "order": int(position)})
+    return [
+        {
+            "id": int(row["contact_id"]),
+            "name": row["name"],
+            "phones": alarm_response.phones(row),
+            "email": row["email"],
+            "relation": row["relation"],
+            "notes": row["notes"],
+            "has_passcode": row["passcode_hash"] is not None,
+            "lists": lists.get(int(row["contact_id"]), []),
+        }
+        for row in rows
+    ]
+
+
+def list_contacts(engine: Engine, account_number: str) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        _need_account(conn, account_number)
+        return _contacts(conn, account_number)
+
+
+# agencies, permit and duress code --------------------------------------------------------------
+
+
+def add_agency(engine: Engine, agency: Agency) -> dict[str, str]:
+    """Add a dispatch point, or change the one with that code."""
+    _checked(rules.agency_problem(agency))
+    values = {
+        "code": agency.code,
+        "kind": agency.kind.value,
+        "name": agency.name.strip(),
+        "phone": agency.phone.strip(),
+    }
+    with write_transaction(engine) as conn:
+        where = AGENCY.code == agency.code
+        changed = {**values, "updated_us": now_us()}
+        if not conn.execute(update(schema.agency).where(where).values(changed)).rowcount:
+            conn.execute(insert(schema.agency).values(changed))
+        bump_revision(conn, RESPONSE)
+    return values
+
+
+def list_agencies(engine: Engine) -> list[dict[str, str]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(AGENCY.code, AGENCY.kind, AGENCY.name, AGENCY.phone).order_by(
+                AGENCY.kind, AGENCY.code
+            )
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+def set_account_response(
+    engine: Engine,
+    account_number: str,
+    agencies: Mapping[str, str | None],
+    permit: str | None = None,
+    duress_hash: str | None = None,
+    clear_duress: bool = False,
+) -> dict[str, Any]:
+    """Assign agencies (by kind: police, fire, medical; ``""`` unassigns), the permit and the
+    duress code's hash to an account."""
+    values: dict[str, Any] = {}
+    with write_transaction(engine) as conn:
+        _need_account(conn, account_number)
+        for kind, code in agencies.items():
+            if code is None:
+                continue
+            if code:
+                found = conn.execute(select(AGENCY.kind).where(AGENCY.code == code)).scalar()
+                if found is None:
+                    raise ProvisioningError(f"no agency {code!r} (add it with 'agency add')")
+                if found != kind:
+                    raise ProvisioningError(f"agency {code!r} is {found}, not {kind}")
+            values[kind] = code or None
+        if permit is not None:
+            _checked(rules.permit_problem(permit))
+            values["permit"] = permit.strip() or None
+        if duress_hash is not None or clear_duress:
+            values["duress_hash"] = duress_hash
+        if values:
+            conn.execute(
+                update(schema.account)
+                .where(ACCOUNT.account_number == account_number)
+                .values({**values, "updated_us": now_us()})
+            )
+            bump_revision(conn, RESPONSE)
+        return alarm_response.account_response(conn, account_number)

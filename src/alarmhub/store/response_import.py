@@ -1,0 +1,251 @@
+"""Response data in bulk: zones, panel users and contacts added or updated a chunk of rows at a
+time, each chunk in one transaction, so that an import of a whole station's data keeps its
+memory flat and a second import of the same file changes nothing.
+
+Each row is keyed: a zone by (account, zone, area), a user by (account, user number), a contact
+by (account, name). A row whose key exists updates it; a row for an unknown account is refused
+with its line number; the other rows of its chunk are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Table, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+
+from alarmhub.clock import now_us
+from alarmhub.core.response import Contact, PanelUser, Zone
+from alarmhub.store import schema
+from alarmhub.store.alarm_response import chunks
+from alarmhub.store.engine import write_transaction
+from alarmhub.store.provisioning import bump_revision
+from alarmhub.store.response import (
+    CONTACT,
+    ENTRY,
+    RESPONSE,
+    USER,
+    ZONE,
+    Placement,
+    contact_values,
+    known_accounts,
+    user_values,
+    zone_values,
+)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What an import of some rows did: rows added, rows updated, rows refused (by line)."""
+
+    added: int = 0
+    updated: int = 0
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, other: Outcome) -> None:
+        self.added += other.added
+        self.updated += other.updated
+        self.refused.extend(other.refused)
+
+
+def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    """INSERT ... ON CONFLICT (keys) DO UPDATE: one statement for many rows, on both dialects."""
+    if not rows:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
+    if changed:
+        statement = statement.on_conflict_do_update(index_elements=keys, set_=changed)
+    else:
+        statement = statement.on_conflict_do_nothing(index_elements=keys)
+    for chunk in chunks(rows):
+        conn.execute(statement, list(chunk))
+
+
+def _import(
+    engine: Engine,
+    lines: Sequence[tuple[int, Any]],
+    account_of: Callable[[Any], str],
+    values_of: Callable[[Any], dict[str, Any]],
+    key_of: Callable[[dict[str, Any]], tuple[str, ...]],
+    existing: Callable[[Connection, list[str]], set[tuple[str, ...]]],
+    store: Callable[[Connection, list[dict[str, Any]], list[tuple[int, Any]]], None],
+) -> Outcome:
+    """The shape of every import: refuse rows of unknown accounts, count what exists, store."""
+    outcome = Outcome()
+    with write_transaction(engine) as conn:
+        known = known_accounts(conn, (account_of(item) for _, item in lines))
+        kept: dict[tuple[str, ...], tuple[int, Any, dict[str, Any]]] = {}
+        for line, item in lines:
+            account = account_of(item)
+            if account not in known:
+                outcome.refused.append({"line": line, "error": f"no account {account!r}"})
+                continue
+            values = values_of(item)
+            kept[key_of(values)] = (line, item, values)  # the last row of a key wins
+        before = existing(conn, sorted({k[0] for k in kept}))
+        outcome.added = sum(1 for key in kept if key not in before)
+        outcome.updated = len(kept) - outcome.added
+        store(
+            conn,
+            [v for _, _, v in kept.values()],
+            [(line, item) for line, item, _ in kept.values()],
+        )
+        if kept:
+            bump_revision(conn, RESPONSE)
+    return outcome
+
+
+def _keys(conn: Connection, columns: Sequence[Any], accounts: list[str]) -> set[tuple[str, ...]]:
+    found: set[tuple[str, ...]] = set()
+    for chunk in chunks(accounts):
+        found.update(
+            tuple(row) for row in conn.execute(select(*columns).where(columns[0].in_(chunk)))
+        )
+    return found
+
+
+def upsert_zones(engine: Engine, lines: Sequence[tuple[int, Zone]]) -> Outcome:
+    """Add or update zone descriptions (checked rows, with their line numbers)."""
+    return _import(
+        engine,
+        lines,
+        lambda zone: zone.account_number,
+        zone_values,
+        lambda v: (v["account_number"], v["zone"], v["area"]),
+        lambda conn, accounts: _keys(conn, (ZONE.account_number, ZONE.zone, ZONE.area), accounts),
+        lambda conn, rows, _: _upsert(
+            conn, schema.account_zone, rows, ["account_number", "zone", "area"]
+        ),
+    )
+
+
+def upsert_users(engine: Engine, lines: Sequence[tuple[int, PanelUser]]) -> Outcome:
+    """Add or update panel users (checked rows, with their line numbers)."""
+    return _import(
+        engine,
+        lines,
+        lambda user: user.account_number,
+        user_values,
+        lambda v: (v["account_number"], v["user_number"]),
+        lambda conn, accounts: _keys(conn, (USER.account_number, USER.user_number), accounts),
+        lambda conn, rows, _: _upsert(
+            conn, schema.account_user, rows, ["account_number", "user_number"]
+        ),
+    )
+
+
+ContactLine = tuple[Contact, Placement | None]
+
+
+def upsert_contacts(engine: Engine, lines: Sequence[tuple[int, ContactLine]]) -> Outcome:
+    """Add or update contacts by (account, name) and put each on its row's call list at its
+    order (last when the row names none and it is not on the list yet). A contact on two
+    lists is two rows: the second updates it and adds the second place. Passcodes are not
+    imported: each is set with ``contact update --passcode``."""
+
+    def store(conn: Connection, rows: list[dict[str, Any]], kept: list[tuple[int, Any]]) -> None:
+        stamp = now_us()
+        _upsert(conn, schema.contact, [{**r, "updated_us": stamp} for r in rows], _CONTACT_KEY)
+        ids = _contact_ids(conn, sorted({r["account_number"] for r in rows}))
+        _place_all(conn, ids, [item for _, item in kept])
+
+    return _import(
+        engine,
+        _merged_contacts(lines),
+        lambda item: item[0].account_number,
+        lambda item: contact_values(item[0]),
+        lambda v: (v["account_number"], v["name"]),
+        lambda conn, accounts: _keys(conn, (CONTACT.account_number, CONTACT.name), accounts),
+        store,
+    )
+
+
+_CONTACT_KEY = ["account_number", "name"]
+
+
+def _merged_contacts(
+    lines: Sequence[tuple[int, ContactLine]],
+) -> list[tuple[int, tuple[Contact, list[Placement]]]]:
+    """Rows of the same contact in one chunk become one, with every list its rows name."""
+    merged: dict[tuple[str, str], tuple[int, tuple[Contact, list[Placement]]]] = {}
+    for line, (contact, place) in lines:
+        key = (contact.account_number, contact.name.strip())
+        places = merged[key][1][1] if key in merged else []
+        if place is not None:
+            places.append(place)
+        merged[key] = (line, (contact, places))
+    return list(merged.values())
+
+
+def _contact_ids(conn: Connection, accounts: list[str]) -> dict[tuple[str, str], int]:
+    ids: dict[tuple[str, str], int] = {}
+    for chunk in chunks(accounts):
+        for contact_id, account, name in conn.execute(
+            select(CONTACT.contact_id, CONTACT.account_number, CONTACT.name).where(
+                CONTACT.account_number.in_(chunk)
+            )
+        ):
+            ids[(account, name)] = int(contact_id)
+    return ids
+
+
+def _place_all(
+    conn: Connection,
+    ids: dict[tuple[str, str], int],
+    items: list[tuple[Contact, list[Placement]]],
+) -> None:
+    """Call list places: an order given is set; none puts a contact not on the list last."""
+    wanted: list[dict[str, Any]] = []
+    appended: list[tuple[str, str, int]] = []
+    for contact, places in items:
+        contact_id = ids[(contact.account_number, contact.name.strip())]
+        for place in places:
+            if place.order is None:
+                appended.append((contact.account_number, place.list_name, contact_id))
+            else:
+                wanted.append(
+                    {
+                        "account_number": contact.account_number,
+                        "list_name": place.list_name,
+                        "contact_id": contact_id,
+                        "position": place.order,
+                    }
+                )
+    _upsert(conn, schema.call_list_entry, wanted, ["account_number", "list_name", "contact_id"])
+    if appended:
+        _append(conn, appended)
+
+
+def _append(conn: Connection, entries: list[tuple[str, str, int]]) -> None:
+    """Put contacts last on their lists, unless they are on them already."""
+    lists = sorted({(account, name) for account, name, _ in entries})
+    last: dict[tuple[str, str], int] = {}
+    present: set[tuple[str, str, int]] = set()
+    for chunk in chunks(lists):
+        for account, name, contact_id, position in conn.execute(
+            select(ENTRY.account_number, ENTRY.list_name, ENTRY.contact_id, ENTRY.position).where(
+                tuple_(ENTRY.account_number, ENTRY.list_name).in_(list(chunk))
+            )
+        ):
+            present.add((account, name, int(contact_id)))
+            last[(account, name)] = max(last.get((account, name), 0), int(position))
+    rows = []
+    for account, name, contact_id in entries:
+        if (account, name, contact_id) in present:
+            continue
+        present.add((account, name, contact_id))
+        last[(account, name)] = position = last.get((account, name), 0) + 1
+        rows.append(
+            {
+                "account_number": account,
+                "list_name": name,
+                "contact_id": contact_id,
+                "position": position,
+            }
+        )
+    _upsert(conn, schema.call_list_entry, rows, ["account_number", "list_name", "contact_id"])
