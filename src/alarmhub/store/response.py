@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
 from sqlalchemy.engine import Engine
 
@@ -23,6 +24,7 @@ from alarmhub.core.response import Agency, Contact, PanelUser, Phone, Zone
 from alarmhub.store import alarm_response, schema
 from alarmhub.store.alarm_response import PHONE_COLUMNS, chunks
 from alarmhub.store.engine import write_transaction
+from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning import bump_revision
 
 RESPONSE = "response"
@@ -51,6 +53,20 @@ def known_accounts(conn: Connection, numbers: Iterable[str]) -> set[str]:
 def _need_account(conn: Connection, number: str) -> None:
     if not known_accounts(conn, [number]):
         raise ProvisioningError(f"no account {number!r}")
+
+
+def hash_passcode(passcode: str) -> str:
+    """The Argon2 hash of a passcode or duress code, the only form the store keeps."""
+    _checked(rules.passcode_problem(passcode))
+    return HASHER.hash(passcode)
+
+
+def passcode_matches(passcode_hash: str, given: str) -> bool:
+    """Whether ``given`` is the passcode of ``passcode_hash`` (a damaged hash matches none)."""
+    try:
+        return HASHER.verify(passcode_hash, given)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
 
 
 def _checked(problem: str | None) -> None:
