@@ -60,6 +60,8 @@ class FakeRepository:
     test_alarm: dict[str, int] = field(default_factory=dict)
     last_test_us: dict[str, int] = field(default_factory=dict)
     closed: set[int] = field(default_factory=set)  # alarms resolved by an operator
+    zones: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
+    users: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def line_mask(self, dnis: str) -> str | None:
         return self.masks.get(dnis)
@@ -69,6 +71,11 @@ class FakeRepository:
 
     def alarm_type(self, event_code: str) -> AlarmType:
         return self.alarm_types[event_code]
+
+    def descriptions(
+        self, account_number: str, number: str
+    ) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
+        return self.zones.get(account_number, {}), self.users.get(account_number, {})
 
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
         for alarm_id in sorted(self.alarms, reverse=True):
@@ -730,3 +737,48 @@ def test_unknown_account_history_is_operator_handled(router: Router, repo: FakeR
     event = route(router, repo, repo.signal("E401", dnis="NOPE"))
     assert event.path is RoutePath.UNKNOWN
     assert event.alarm_category == "O"  # it raised a pending alarm, whatever the code's category
+
+
+# response data (decisions section 7) --------------------------------------------------------
+
+
+def test_a_zone_s_description_follows_the_text_of_alarm_and_restoral(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.zones[ACCOUNT] = {("015", ""): "BACK DOOR"}
+    alarm = repo.signal("E130", area="01", zone="015")
+    router.route(repo, alarm, T0)
+    restoral = repo.signal("R130", area="01", zone="015")
+    router.route(repo, restoral, T0)
+    assert repo.alarms[alarm.incident_number].hist_text == "BURGLARY ZONE 015 BACK DOOR"
+    assert [e.hist_text for e in repo.history] == [
+        "BURGLARY ZONE 015 BACK DOOR",
+        "BURGLARY RESTORE ZONE 015 BACK DOOR",
+    ]
+
+
+def test_a_panel_user_s_name_follows_an_opening(router: Router, repo: FakeRepository) -> None:
+    repo.users[ACCOUNT] = {"002": "JOHN SMITH"}
+    repo.zones[ACCOUNT] = {("002", ""): "NOT A ZONE HERE"}
+    router.route(repo, repo.signal("R401", area="01", zone="002"), T0)
+    assert repo.history[-1].second_zone_is == "U"
+    assert repo.history[-1].hist_text.endswith(" JOHN SMITH")
+
+
+def test_a_signal_without_data_or_of_an_unknown_account_keeps_its_text(
+    router: Router, repo: FakeRepository
+) -> None:
+    router.route(repo, repo.signal("E130", area="01", zone="016"), T0)
+    assert repo.history[-1].hist_text == "BURGLARY ZONE 016"
+    repo.zones["709999"] = {("015", ""): "BACK DOOR"}
+    router.route(repo, repo.signal("E130", area="01", zone="015", panel="9999"), T0)
+    assert "BACK DOOR" not in repo.history[-1].hist_text
+
+
+def test_hist_text_with_a_description_is_cut_to_80_characters(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.zones[ACCOUNT] = {("015", ""): "D" * 40}
+    repo.alarm_types["130"] = replace(repo.alarm_types["130"], hist_text="X" * 60)
+    router.route(repo, repo.signal("E130", area="01", zone="015"), T0)
+    assert repo.history[-1].hist_text == "X" * 60 + " " + "D" * 19

@@ -11,12 +11,13 @@ senders on one line is one alarm, each of its signals still an event of history.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, system_alarms
+from alarmhub.core import dc09, response, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -110,6 +111,13 @@ class Repository(Protocol):
 
     def line_mask(self, dnis: str) -> str | None: ...
     def account_exists(self, account_number: str) -> bool: ...
+    def descriptions(
+        self, account_number: str, number: str
+    ) -> tuple[Mapping[tuple[str, str], str], Mapping[str, str]]:
+        """What the account's data says of a zone or user ``number``: its zone descriptions
+        by (zone, area) and its panel users' names by number (at least those of ``number``)."""
+        ...
+
     def alarm_type(self, event_code: str) -> AlarmType: ...
     def open_alarm(
         self, account_number: str, event_code: str, area: str, zone: str
@@ -215,18 +223,21 @@ class Router:
         event = EVENTS[event_code]
         alarm_type = repo.alarm_type(event_code)
         restore = qualifier != "E"
-        text = _cut(
-            alarm_type.text(
-                event.restore_text if restore else event.event_text, signal.zone, signal.area
-            )
+        text = alarm_type.text(
+            event.restore_text if restore else event.event_text, signal.zone, signal.area
         )
+        second_zone_is = SECOND_ZONE_IS[event.address]
+        if known and second_zone_is != "N":  # the zone's description, the user's name
+            zones, users = repo.descriptions(account, signal.zone)
+            text = response.described(text, second_zone_is, signal.zone, signal.area, zones, users)
+        text = _cut(text)
         kind = _Kind(
             type=alarm_type.restore_type if restore else alarm_type.type,
             category=alarm_type.category,
             priority=alarm_type.priority,
             color=alarm_type.color,
             text=text,
-            second_zone_is=SECOND_ZONE_IS[event.address],
+            second_zone_is=second_zone_is,
         )
         verdict = self.runaway.observe(
             runaway_key(account, signal.dnis, signal.panel), signal.received_us

@@ -15,6 +15,8 @@ from alarmhub.core import response as rules
 from alarmhub.core.response import AgencyKind, CallOutcome
 from alarmhub.store import schema
 
+RESPONSE = "response"
+"""The revision every change of response data bumps."""
 CHUNK = 500
 
 ACCOUNT = schema.account.c

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.core.alarm_types import AlarmType
 from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
-from alarmhub.store import provisioning, queries, schema
+from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store.commit import RowInsert, allocate_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 
@@ -21,6 +21,7 @@ ACCOUNT = schema.account.c
 ALARM = schema.alarm.c
 
 _ACCOUNT_CHUNK = 500
+_NOTHING_DESCRIBED: tuple[dict[tuple[str, str], str], dict[str, str]] = ({}, {})
 
 
 HISTORY_COLUMNS = (
@@ -92,6 +93,8 @@ class SqlRepository:
         self._cache = cache
         self._inserts = inserts
         self._known_accounts: set[str] = set()
+        self._descriptions: alarm_response.Descriptions = {}
+        self._described: set[tuple[str, str]] = set()
         self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
         self._unknown_alarms: dict[tuple[str, str], int] = {}
@@ -108,6 +111,25 @@ class SqlRepository:
             ).scalars()
             self._known_accounts.update(found)
         self._checked_accounts.update(wanted)
+
+    def preload_descriptions(self, pairs: set[tuple[str, str]]) -> None:
+        """Look up the zone descriptions and user names of many (account, number) pairs at once
+        (those of a batch of signals): a few rows per signal, never an account's whole data."""
+        wanted = pairs - self._described
+        if not wanted:
+            return
+        for account, (zones, users) in alarm_response.descriptions(self._conn, wanted).items():
+            known_zones, known_users = self._descriptions.setdefault(account, ({}, {}))
+            known_zones.update(zones)
+            known_users.update(users)
+        self._described.update(wanted)
+
+    def descriptions(
+        self, account_number: str, number: str
+    ) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
+        if (account_number, number) not in self._described:
+            self.preload_descriptions({(account_number, number)})
+        return self._descriptions.get(account_number, _NOTHING_DESCRIBED)
 
     def line_mask(self, dnis: str) -> str | None:
         return self._cache.masks.get(dnis)

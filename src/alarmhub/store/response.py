@@ -22,12 +22,10 @@ from alarmhub.core import response as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import Agency, Contact, PanelUser, Phone, Zone
 from alarmhub.store import alarm_response, schema
-from alarmhub.store.alarm_response import PHONE_COLUMNS, chunks
+from alarmhub.store.alarm_response import PHONE_COLUMNS, RESPONSE, chunks
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning import bump_revision
-
-RESPONSE = "response"
 
 ACCOUNT = schema.account.c
 ZONE = schema.account_zone.c

@@ -20,13 +20,12 @@ from sqlalchemy.engine import Engine
 from alarmhub.clock import now_us
 from alarmhub.core.response import Contact, PanelUser, Zone
 from alarmhub.store import schema
-from alarmhub.store.alarm_response import chunks
+from alarmhub.store.alarm_response import RESPONSE, chunks
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import (
     CONTACT,
     ENTRY,
-    RESPONSE,
     USER,
     ZONE,
     Placement,

@@ -153,9 +153,12 @@ class SignalRouting:
 
     def _preload(self, repo: SqlRepository, signals: Sequence[StoredSignal]) -> None:
         numbers = set()
+        pairs = set()
         for signal in signals:
             mask = self.cache.masks.get(signal.dnis)
             number = apply_mask(mask, signal.panel) if mask is not None else None
             if number:
                 numbers.add(number)
+                pairs.add((number, signal.zone))
         repo.preload_accounts(numbers)
+        repo.preload_descriptions(pairs)

@@ -14,12 +14,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from alarmhub.core import units
+from alarmhub.core import response, units
 from alarmhub.core.errors import QueryRefused
 from alarmhub.core.line_mask import ACCOUNT_MAX
 from alarmhub.core.operations import handling_times
 from alarmhub.core.router import RoutePath
-from alarmhub.store import provisioning, queries
+from alarmhub.store import alarm_response, provisioning, queries
+from alarmhub.store.alarm_response import RESPONSE
 from alarmhub.xm import errors, fields
 
 Form = Mapping[str, str]
@@ -206,9 +207,12 @@ def xmhist(
     return {"EVENT": event, "TOTAL_RECORDS": str(len(events))}
 
 
-def pending_alarm(row: Mapping[str, Any], zone: tzinfo, ntd_tag: str) -> dict[str, str]:
-    """One pending alarm with the fields of spec 2.4."""
-    return {
+def pending_alarm(
+    row: Mapping[str, Any], zone: tzinfo, ntd_tag: str, contact_list: str | None = None
+) -> dict[str, str]:
+    """One pending alarm with the fields of spec 2.4; CONTACT_LIST only when the account has
+    the call list of the alarm's type (decisions section 7)."""
+    record = {
         "PRIORITY": row["priority"],
         "PASSCODE_VERIFIED": row["passcode_verified"],
         "PENDING_TIME": fields.ntd(row["pending_us"], zone),
@@ -222,6 +226,9 @@ def pending_alarm(row: Mapping[str, Any], zone: tzinfo, ntd_tag: str) -> dict[st
         ntd_tag: fields.ntd(row["received_us"], zone),
         "TYPE": row["type"],
     }
+    if contact_list is not None:
+        record["CONTACT_LIST"] = contact_list
+    return record
 
 
 class _PendingAnswers:
@@ -229,16 +236,39 @@ class _PendingAnswers:
     unchanged queue gets the same answer without the queue being read and written again."""
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[int, int, str, str], dict[str, Any]] = {}
+        self._answers: dict[tuple[int, int, int, str, str], dict[str, Any]] = {}
 
     def get(self, conn: Connection, zone: tzinfo, tag: str) -> dict[str, Any]:
-        # the queue's state and the accounts' (COMPANY_NAME) make the answer
-        key = (queries.queue_revision(conn), provisioning.revision(conn), str(zone), tag)
+        # the queue's state, the accounts' (COMPANY_NAME) and their call lists make the answer
+        key = (
+            queries.queue_revision(conn),
+            provisioning.revision(conn),
+            provisioning.revision(conn, RESPONSE),
+            str(zone),
+            tag,
+        )
         answer = self._answers.get(key)
         if answer is None:
-            records = [pending_alarm(row, zone, tag) for row in queries.pending_alarms(conn)]
+            rows = queries.pending_alarms(conn)
+            type_lists = {
+                code: alarm_type.contact_list
+                for code, alarm_type in provisioning.alarm_type_overrides(conn).items()
+                if alarm_type.contact_list
+            }
+            sizes = alarm_response.list_sizes(conn, {row["account_number"] for row in rows})
+            records = [
+                pending_alarm(
+                    row,
+                    zone,
+                    tag,
+                    response.contact_list(
+                        type_lists.get(row["event_code"]), sizes.get(row["account_number"], {})
+                    ),
+                )
+                for row in rows
+            ]
             answer = {"XMAPEND": records, "TOTAL_RECORDS": str(len(records))}
-            fresh = {k: v for k, v in self._answers.items() if k[:2] == key[:2]}
+            fresh = {k: v for k, v in self._answers.items() if k[:3] == key[:3]}
             self._answers = {**fresh, key: answer}  # only the newest state is kept
         return answer
 
