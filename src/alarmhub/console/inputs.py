@@ -50,7 +50,7 @@ def json_object(body: bytes, allowed: Mapping[str, type]) -> dict[str, Any]:
     return value
 
 
-_KIND_NAMES = {str: "a string", int: "a whole number", bool: "true or false"}
+_KIND_NAMES = {str: "a string", int: "a whole number", bool: "true or false", list: "an array"}
 
 
 def _is(value: object, kind: type) -> bool:

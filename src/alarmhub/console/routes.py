@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs, pages, security, views
+from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
@@ -407,6 +408,7 @@ class Console:
             Route("/console/events", self.events, methods=["GET"]),
             *[Route(API + p, self.api(h, writes=False), methods=["GET"]) for p, h in reads],
             *[Route(API + p, self.api(h, writes=True), methods=["POST"]) for p, h in writes],
+            *AccountData(self.engine, self.api).routes(API),
             Mount(
                 "/console/static",
                 app=StaticHeaders(StaticFiles(directory=str(static))),
