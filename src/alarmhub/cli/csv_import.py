@@ -118,12 +118,6 @@ def _store_users(engine: Engine, lines: Lines) -> Stored:
 PHONE_FIELDS = tuple((f"phone{n}", f"kind{n}") for n in range(1, rules.MAX_PHONES + 1))
 
 
-def phone_of(text: str) -> rules.Phone:
-    """A phone as the command line gives it: ``NUMBER`` (mobile) or ``KIND:NUMBER``."""
-    kind, _, number = text.rpartition(":")
-    return rules.Phone(number.strip(), rules.phone_kind(kind))
-
-
 def order_of(text: str) -> int:
     """A call list order as written; what is not a number is refused as out of range."""
     return int(text) if text.isascii() and text.isdigit() else 0
@@ -215,8 +209,10 @@ FORMATS = {
             _store_contacts,
             "A contact is known by account and name: a contact on two call lists is two rows "
             "with the same account and name, each naming one list (empty: PRIMARY) and its "
-            "order (empty: last). A kind is mobile, home or work (empty: mobile). Passcodes "
-            "are not imported: set each with 'contact update --passcode'.",
+            "order (empty: last). Each row holds the whole contact, so give its numbers and "
+            "details on every row of it (the last one wins). A kind is mobile, home or work "
+            "(empty: mobile). Passcodes are not imported: set each with 'contact update "
+            "--passcode'.",
         ),
     )
 }
