@@ -313,8 +313,9 @@ def import_command(kind: str) -> click.Command:
 
     @click.command(
         "import",
-        help=f"Add or update {fmt.noun} from a CSV FILE with the columns {fmt.spec} "
-        "(header names in any case; columns in [ ] may be left out).\n\n"
+        help=f"Add or update {fmt.noun} from a CSV FILE.\n\n"
+        "\b\nColumns (header names in any case; those in [ ] may be left out):\n"
+        f"  {fmt.spec}\n\n"
         + (f"{fmt.about}\n\n" if fmt.about else "")
         + "Bad rows are reported by line (the header is line 1) and skipped; good rows are "
         "kept. Exits 1 when any row was refused. Importing a file again changes nothing.",
