@@ -221,6 +221,35 @@ def duress_hash(data_dir: Path) -> str | None:
     return None if row["duress_hash"] is None else str(row["duress_hash"])
 
 
+def test_account_import_assigns_agencies_and_permits(backend: str, tmp_path: Path) -> None:
+    agencies(tmp_path)
+    text = (
+        "account,name,police,fire,medical,permit\n"
+        "A1,One,SPD,SFD,EMS1,P-1\n"
+        "A2,Two,SFD,,,\n"
+        "A3,Three,,,,P-3\n"
+        "A4,Four,NOPE,,,\n"
+    )
+    first = imported(tmp_path, "account", text)
+    assert first.returncode == 1 and refused_lines(first) == [3, 5]
+    assert "agency 'SFD' is fire, not police" in first.stderr
+    assert "no agency 'NOPE'" in first.stderr
+    assert "accounts added 2, updated 0, rows refused 2" in first.stdout
+    one = as_dict(cli_json(tmp_path, "account", "set", "A1"))
+    assert [a["code"] for a in one["agencies"]] == ["SPD", "SFD", "EMS1"]
+    assert one["permit"] == "P-1"
+    assert as_dict(cli_json(tmp_path, "account", "set", "A3"))["permit"] == "P-3"
+
+    again = report(imported(tmp_path, "account", text, "--json"))
+    assert (again["added"], again["updated"], len(again["refused"])) == (0, 2, 2)
+    assert cli_json(tmp_path, "account", "set", "A1") == one
+    # an empty field clears; a column left out changes nothing
+    imported(tmp_path, "account", "account,name,fire\nA1,One,\n")
+    after = as_dict(cli_json(tmp_path, "account", "set", "A1"))
+    assert [a["code"] for a in after["agencies"]] == ["SPD", "EMS1"]
+    assert after["permit"] == "P-1"
+
+
 def test_account_set_duress_code_from_environment_or_standard_input(
     backend: str, tmp_path: Path
 ) -> None:
@@ -561,7 +590,7 @@ def test_imports_refuse_a_bad_header_and_name_their_columns(backend: str, tmp_pa
         ("zone", "account,zone,[area],description,[equipment]"),
         ("user", "account,user,name"),
         ("contact", "account,name,[phone1],[kind1],[phone2]"),
-        ("account", "account,name,[street],[city],[state]"),
+        ("account", "account,name,[street],[city],[state],[police],[fire],[medical],[permit]"),
     ]:
         assert columns in " ".join(cli(tmp_path, kind, "import", "--help").stdout.split())
     assert cli_json(tmp_path, "zone", "list", "A1") == []

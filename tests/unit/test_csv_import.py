@@ -12,13 +12,16 @@ import pytest
 
 from alarmhub.cli import contacts, csv_import
 from alarmhub.cli.csv_import import FORMATS, CsvFormat, import_csv, order_of
+from alarmhub.core.account import Account
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import Contact, PanelUser, Phone, PhoneKind, Zone
 
 
 def test_each_kind_names_its_columns_required_first_optional_in_brackets() -> None:
     assert set(FORMATS) == {"account", "zone", "user", "contact"}
-    assert FORMATS["account"].spec == "account,name,[street],[city],[state]"
+    assert FORMATS["account"].spec == (
+        "account,name,[street],[city],[state],[police],[fire],[medical],[permit]"
+    )
     assert FORMATS["zone"].spec == "account,zone,[area],description,[equipment]"
     assert FORMATS["user"].spec == "account,user,name"
     assert FORMATS["contact"].spec == (
@@ -62,6 +65,10 @@ def item(kind: str, **fields: str) -> Any:
 
 
 def test_rows_become_the_stores_items() -> None:
+    assert item("account", account="A1", name="Acme", police="SPD", permit="") == (
+        Account("A1", "Acme"),
+        {"police": "SPD", "permit": ""},
+    )
     assert item("zone", account="A1", zone="15", description="DOOR") == Zone("A1", "15", "DOOR")
     assert item("user", account="A1", user="2", name="JO") == PanelUser("A1", "2", "JO")
     contact, place = item(
@@ -77,6 +84,7 @@ def test_rows_become_the_stores_items() -> None:
     ("kind", "fields", "error"),
     [
         ("account", {"account": "", "name": "x"}, "account number must not be empty"),
+        ("account", {"account": "A1", "name": "x", "permit": "P" * 41}, "permit must be at most"),
         ("zone", {"account": "A1", "zone": "1", "description": ""}, "must not be empty"),
         ("user", {"account": "A1", "user": "1234", "name": "x"}, "user must be a number"),
         ("contact", {"account": "A1", "name": "x", "kind2": "home"}, "kind2 is given without"),
