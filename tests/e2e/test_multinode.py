@@ -32,7 +32,7 @@ from alarmhub.core.router import SIGNAL_PATHS
 from alarmhub.store import operators
 from alarmhub.store.engine import open_engine
 from alarmhub.xm import errors
-from tests.e2e.test_console_http import Console, queue_rows, read_events
+from tests.support.console_client import Console, queue_rows, read_events
 from tests.support.database import drop_database, new_database
 from tests.support.processes import Server, cli, wait_for
 

@@ -17,10 +17,7 @@ tested exactly.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
-import secrets
-import string
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,15 +36,16 @@ from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
+from tests.support import xm_signing as signing
 from tests.support.database import database_url
 from tests.support.in_process import AnyStation, InProcessStation, in_process_node
 from tests.support.processes import Server, Station, cli, provision, wait_for
+from tests.support.xm_signing import APPKEY, HEADER_NAMES, new_nonce, published_sha1, svc_headers
 
 ZONE_NAME = "Asia/Kolkata"
 ZONE = ZoneInfo(ZONE_NAME)
 PATH = "/rest/rest.php"
 PARAMS = {"dataSource": "methods", "*view": "xmsubmit"}
-APPKEY = "ourclient"
 USER, PASSWORD = "documentation", "secretpassword"
 HMAC_USER, HMAC_PASSWORD = "hmacclient", "hmac-only-secret"
 DNIS, MASK = "C1", "70####"
@@ -114,28 +112,11 @@ NTD_TEXT = re.compile(r"\d{6}\.\d{5}")
 HISTORY_DATE_TEXT = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d")
 PEND_DATE_TEXT = re.compile(r"\d\d/\d\d/\d{4}")
 CLOCK_TEXT = re.compile(r"\d\d:\d\d:\d\d")
-HEADER_NAMES = ("X-SVC-APPKEY", "X-SVC-USERNAME", "X-SVC-DATE", "X-SVC-NONCE", "X-SVC-DIGEST")
 Row = dict[str, Any]
 Form = dict[str, str]
 
 
 # signing -------------------------------------------------------------------------------------
-
-
-def new_nonce() -> str:
-    """20 random letters, as decisions §3 recommends."""
-    return "".join(secrets.choice(string.ascii_letters) for _ in range(20))
-
-
-def svc_headers(appkey: str, username: str, date: str, nonce: str, signed: str) -> dict[str, str]:
-    values = (appkey, username, date, nonce, signed)
-    return {**dict(zip(HEADER_NAMES, values, strict=True)), "Accept": "application/json"}
-
-
-def published_sha1(appkey: str, username: str, date: str, nonce: str, password: str) -> str:
-    """The published recipe, written out here rather than taken from alarmhub."""
-    text = appkey + username + date + nonce + password + "\n"
-    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def sha1_headers(
@@ -145,10 +126,7 @@ def sha1_headers(
     date: str | None = None,
     nonce: str | None = None,
 ) -> dict[str, str]:
-    date = date or digest.date_header()
-    nonce = nonce or new_nonce()
-    signed = published_sha1(APPKEY, username, date, nonce, password)
-    return svc_headers(APPKEY, username, date, nonce, signed)
+    return signing.sha1_headers(username, password, date=date, nonce=nonce)
 
 
 def hmac_headers(

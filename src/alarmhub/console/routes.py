@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
-from alarmhub.console import inputs, pages, security, views
+from alarmhub.console import calls, inputs, pages, security, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.core import errors
@@ -333,10 +333,10 @@ class Console:
         return {"alarm": views.alarm(row, now_us())}
 
     async def call(self, request: Request, session: Session) -> dict[str, Any]:
-        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        text = inputs.required(await _body(request, {"text": str}), "text")
-        await self.write(lambda c: handling.log_call(c, session.code, alarm_id, text, now_us()))
-        return {}
+        return await calls.log_call(self, _body, request, session)
+
+    async def passcode(self, request: Request, session: Session) -> dict[str, Any]:
+        return await calls.check_passcode(self, _body, request, session)
 
     async def note(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
@@ -394,6 +394,7 @@ class Console:
             ("/alarms/{alarm_id}/take", self.take),
             ("/alarms/{alarm_id}/take-over", self.take_over),
             ("/alarms/{alarm_id}/call", self.call),
+            ("/alarms/{alarm_id}/passcode", self.passcode),
             ("/alarms/{alarm_id}/note", self.note),
             ("/alarms/{alarm_id}/hold", self.hold),
             ("/alarms/{alarm_id}/resolve", self.resolve),

@@ -160,6 +160,7 @@ def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
         "account": pick(account, ACCOUNT_FIELDS) if account else None,
         "events": [pick(e, EVENT_FIELDS) for e in found["events"]],
         "history": [pick(e, EVENT_FIELDS) for e in found["history"]],
+        "response": found.get("response"),
         "server_us": now_us,
     }
 

@@ -74,6 +74,7 @@ class Action(StrEnum):
     HOLD_ENDED = "UNHLD"
     TAKE_OVER = "TKOVR"
     RESOLVE = "RSLV"
+    PASSCODE = "PASS"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -249,6 +250,7 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.HOLD_ENDED: "HOLD ENDED, BACK TO PENDING",
         Action.TAKE_OVER: "TOOK OVER ALARM",
         Action.RESOLVE: "RESOLVED",
+        Action.PASSCODE: "PASSCODE CHECK",
     }[action]
     text = f"OPR {operator} {words}"
     if detail:

@@ -100,6 +100,18 @@ def contact_list(type_list: str | None, list_sizes: Mapping[str, int]) -> str | 
     return name if list_sizes.get(name, 0) > 0 else None
 
 
+def outcome_words(outcome: CallOutcome) -> str:
+    """How history writes a call's outcome: ``NO ANSWER``."""
+    return outcome.value.replace("-", " ").upper()
+
+
+def call_detail(contact: str | None, phone: str, outcome: CallOutcome, text: str = "") -> str:
+    """What the history record of a call says: whom, which number, how it ended, the note."""
+    who = f"{contact.upper()} " if contact else ""
+    detail = f"{who}{phone} {outcome_words(outcome)}"
+    return f"{detail}: {text}" if text else detail
+
+
 @dataclass(frozen=True, slots=True)
 class PasscodeAnswer:
     """What a passcode check answers. The duress code is ``verified`` too, so that whoever
@@ -107,6 +119,13 @@ class PasscodeAnswer:
 
     verified: bool
     duress: bool
+
+    @property
+    def record(self) -> str:
+        """What the operator record of the check says (never the code that was given)."""
+        if self.duress:
+            return "VERIFIED (DURESS CODE GIVEN)"
+        return "VERIFIED" if self.verified else "NOT VERIFIED"
 
 
 def check_passcode(
@@ -290,6 +309,16 @@ def agency_problem(agency: Agency) -> str | None:
 
 def permit_problem(permit: str) -> str | None:
     return _text_problem("permit", permit, PERMIT_MAX)
+
+
+def assignment_problem(kind: str, code: str, found: str | None) -> str | None:
+    """Why agency ``code``, of kind ``found`` (None: there is no such agency), cannot be an
+    account's ``kind`` agency, or None when it can."""
+    if found is None:
+        return f"no agency {code!r} (add it with 'agency add')"
+    if found != kind:
+        return f"agency {code!r} is {found}, not {kind}"
+    return None
 
 
 def passcode_problem(passcode: str) -> str | None:

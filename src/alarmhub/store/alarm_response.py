@@ -36,6 +36,12 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def plain(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """A row as a dict with plain ``str`` keys (SQLAlchemy's are a subclass that orjson, the
+    console's JSON, refuses as keys)."""
+    return {str(key): value for key, value in row.items()}
+
+
 def phones(row: Mapping[Any, Any]) -> list[dict[str, str]]:
     """A contact row's phone numbers with their kinds, in order."""
     return [
@@ -120,7 +126,7 @@ def account_response(conn: Connection, account_number: str) -> dict[str, Any]:
         return {"agencies": [], "permit": "", "has_duress_code": False}
     codes = [row[kind] for kind in AGENCY_KINDS if row[kind]]
     found = {
-        r["code"]: dict(r)
+        r["code"]: plain(r)
         for r in conn.execute(
             select(AGENCY.code, AGENCY.kind, AGENCY.name, AGENCY.phone).where(
                 AGENCY.code.in_(codes)
@@ -134,23 +140,35 @@ def account_response(conn: Connection, account_number: str) -> dict[str, Any]:
     }
 
 
-def passcode_hashes(conn: Connection, account_number: str) -> tuple[list[str], str | None]:
-    """The hashes a passcode check compares with: the contacts' passcodes, the duress code."""
-    hashes = conn.execute(
-        select(CONTACT.passcode_hash).where(
-            CONTACT.account_number == account_number, CONTACT.passcode_hash.is_not(None)
-        )
-    ).scalars()
+def passcode_hashes(
+    conn: Connection, account_number: str, contact_id: int | None = None
+) -> tuple[list[str], str | None]:
+    """The hashes a passcode check compares with: the contacts' passcodes (one contact's, when
+    named), the duress code."""
+    query = select(CONTACT.passcode_hash).where(
+        CONTACT.account_number == account_number, CONTACT.passcode_hash.is_not(None)
+    )
+    if contact_id is not None:
+        query = query.where(CONTACT.contact_id == contact_id)
+    hashes = conn.execute(query).scalars()
     duress = conn.execute(
         select(ACCOUNT.duress_hash).where(ACCOUNT.account_number == account_number)
     ).scalar()
     return list(hashes), duress
 
 
+def type_call_list(conn: Connection, event_code: str) -> str:
+    """The call list alarms of ``event_code`` use: the station's choice, else PRIMARY."""
+    chosen = conn.execute(
+        select(schema.alarm_type.c.contact_list).where(schema.alarm_type.c.code == event_code)
+    ).scalar()
+    return chosen or rules.DEFAULT_CALL_LIST
+
+
 def zone_of(conn: Connection, account_number: str, zone: str, area: str) -> dict[str, str] | None:
     """What the alarm's zone is (description and equipment), the area's own entry first."""
     rows = {
-        r["area"]: dict(r)
+        r["area"]: plain(r)
         for r in conn.execute(
             select(ZONE.area, ZONE.description, ZONE.equipment).where(
                 ZONE.account_number == account_number,
@@ -193,7 +211,7 @@ def calls(conn: Connection, alarm_id: int) -> list[dict[str, Any]]:
         .where(ATTEMPT.alarm_id == alarm_id)
         .order_by(ATTEMPT.at_us)
     ).mappings()
-    return [dict(r) for r in rows]
+    return [plain(r) for r in rows]
 
 
 def contact_of(conn: Connection, account_number: str, contact_id: int) -> dict[str, Any] | None:

@@ -11,20 +11,32 @@ consoles and XMAPEND/XMAINPRO see it at once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from alarmhub.core import operations as ops
+from alarmhub.core import response
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
-from alarmhub.store import provisioning, queries, schema
+from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
 
 HANDED_PER_PASS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A call an operator made: the number, how it ended, and the contact, if one of the
+    account's (their first number when ``phone`` is empty)."""
+
+    outcome: response.CallOutcome
+    phone: str = ""
+    contact_id: int | None = None
 
 
 def sign_on(conn: Connection, code: str, now_us: int, receiving: bool = True) -> None:
@@ -37,7 +49,7 @@ def sign_on(conn: Connection, code: str, now_us: int, receiving: bool = True) ->
             .where(OPERATOR.code == code)
             .values(signed_on_us=now_us, receiving=receiving, status_us=now_us)
         )
-        _record(conn, code, Action.SIGN_ON, now_us)
+        record(conn, code, Action.SIGN_ON, now_us)
         if receiving:
             hand_out(conn, now_us, only=code)
     elif operator.receiving != receiving:
@@ -59,13 +71,13 @@ def sign_off(conn: Connection, code: str, now_us: int) -> int:
             .where(ALARM.alarm_id == row["alarm_id"])
             .values(state=AlarmState.PENDING, opr=None)
         )
-        _record(conn, code, Action.SIGN_OFF, now_us, row, "ALARM BACK TO PENDING")
+        record(conn, code, Action.SIGN_OFF, now_us, row, "ALARM BACK TO PENDING")
     conn.execute(
         update(schema.operator)
         .where(OPERATOR.code == code)
         .values(signed_on_us=None, receiving=False, status_us=now_us)
     )
-    _record(conn, code, Action.SIGN_OFF, now_us)
+    record(conn, code, Action.SIGN_OFF, now_us)
     provisioning.bump_revision(conn, queries.QUEUE)
     if rows:
         hand_out(conn, now_us)
@@ -82,7 +94,7 @@ def set_receiving(conn: Connection, code: str, receiving: bool, now_us: int) -> 
         .where(OPERATOR.code == code)
         .values(receiving=receiving, status_us=now_us)
     )
-    _record(conn, code, Action.RECEIVING if receiving else Action.NOT_RECEIVING, now_us)
+    record(conn, code, Action.RECEIVING if receiving else Action.NOT_RECEIVING, now_us)
     provisioning.bump_revision(conn, queries.QUEUE)
     if receiving:
         hand_out(conn, now_us, only=code)
@@ -105,8 +117,16 @@ def take(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, A
     row = _claim(conn, code, alarm_id, now_us)
     if row is None:  # another operator got it between the read and the update
         ops.check_take(operator, _held(conn, alarm_id), alarm_id)
+        if (
+            conn.execute(select(ALARM.not_for_opr).where(ALARM.alarm_id == alarm_id)).scalar()
+            == code
+        ):
+            raise ActionRefused(
+                "OPS-NOT-YOURS",
+                f"alarm {alarm_id} is for another operator: it came of your passcode check",
+            )
         raise ActionRefused("OPS-TAKEN", f"alarm {alarm_id} is already taken")
-    _record(conn, code, Action.TAKE, now_us, row)
+    record(conn, code, Action.TAKE, now_us, row)
     provisioning.bump_revision(conn, queries.QUEUE)
     return row
 
@@ -117,17 +137,22 @@ def take_next(conn: Connection, code: str, now_us: int) -> dict[str, Any] | None
     ops.check_active(load_operator(conn, code))
     row = _claim_next(conn, code, now_us)
     if row is not None:
-        _record(conn, code, Action.TAKE, now_us, row)
+        record(conn, code, Action.TAKE, now_us, row)
         provisioning.bump_revision(conn, queries.QUEUE)
     return row
+
+
+_FOR_ANYONE_BUT = or_(ALARM.not_for_opr.is_(None), ALARM.not_for_opr != bindparam("asking"))
+"""Alarms an operator may get: all but the DURESS alarms of their own passcode checks."""
 
 
 def _claim(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, Any] | None:
     """The conditional update that decides who gets an alarm: only one caller sees a row."""
     claimed = conn.execute(
         update(schema.alarm)
-        .where(ALARM.alarm_id == alarm_id, ALARM.state == AlarmState.PENDING)
-        .values(state=AlarmState.IN_PROCESS, opr=code, taken_us=now_us, hold_until_us=None)
+        .where(ALARM.alarm_id == alarm_id, ALARM.state == AlarmState.PENDING, _FOR_ANYONE_BUT)
+        .values(state=AlarmState.IN_PROCESS, opr=code, taken_us=now_us, hold_until_us=None),
+        {"asking": code},
     ).rowcount
     return queries.alarm(conn, alarm_id) if claimed == 1 else None
 
@@ -136,9 +161,10 @@ def _claim_next(conn: Connection, code: str, now_us: int) -> dict[str, Any] | No
     for _ in range(5):  # each miss means another operator won that alarm; try the next
         candidates = conn.execute(
             select(ALARM.alarm_id)
-            .where(ALARM.state == AlarmState.PENDING)
+            .where(ALARM.state == AlarmState.PENDING, _FOR_ANYONE_BUT)
             .order_by(ALARM.priority, ALARM.pending_us, ALARM.alarm_id)
-            .limit(5)
+            .limit(5),
+            {"asking": code},
         ).scalars()
         ids = list(candidates)
         if not ids:
@@ -191,7 +217,7 @@ def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tup
         if row is None:
             break  # pending is empty
         conn.execute(update(schema.operator).where(OPERATOR.code == code).values(status_us=now_us))
-        _record(conn, code, Action.HANDED, now_us, row)
+        record(conn, code, Action.HANDED, now_us, row)
         handed.append((code, row["alarm_id"]))
     if handed:
         provisioning.bump_revision(conn, queries.QUEUE)
@@ -201,7 +227,7 @@ def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tup
 # working an alarm ---------------------------------------------------------------------------
 
 
-def _holding(conn: Connection, code: str, alarm_id: int) -> tuple[Operator, dict[str, Any]]:
+def holding_alarm(conn: Connection, code: str, alarm_id: int) -> tuple[Operator, dict[str, Any]]:
     operator = load_operator(conn, code)
     ops.check_holding(operator, _held(conn, alarm_id), alarm_id)
     row = queries.alarm(conn, alarm_id)
@@ -209,22 +235,53 @@ def _holding(conn: Connection, code: str, alarm_id: int) -> tuple[Operator, dict
     return operator, row
 
 
-def log_call(conn: Connection, code: str, alarm_id: int, text: str, now_us: int) -> None:
-    """Log a call made for the alarm (who, number, outcome); the first sets OPR_FIRST_CALL."""
-    cleaned = ops.check_note(text, "call")
-    _, row = _holding(conn, code, alarm_id)
+def log_call(
+    conn: Connection,
+    code: str,
+    alarm_id: int,
+    text: str,
+    now_us: int,
+    call: Call | None = None,
+) -> None:
+    """Log a call made for the alarm: in words (``text``), or whom, which number and how it
+    ended (``call``, with ``text`` as its note); the first sets OPR_FIRST_CALL."""
+    detail = ops.check_note(text, "call") if call is None else ""
+    _, row = holding_alarm(conn, code, alarm_id)
+    if call is not None:
+        phone = call.phone
+        name = None
+        if call.contact_id is not None:
+            contact = alarm_response.contact_of(conn, row["account_number"], call.contact_id)
+            if contact is None:
+                raise ActionRefused(
+                    "OPS-CONTACT", f"the account has no contact {call.contact_id}", 422
+                )
+            numbers = [p["number"] for p in contact["phones"]]
+            phone = phone or (numbers[0] if numbers else "")
+            name = contact["name"]
+        if not phone:
+            raise ActionRefused("OPS-CALL", "a call names the number called", 422)
+        problem = response.phone_problem(phone)
+        if problem:
+            raise ActionRefused("OPS-CALL", problem, 422)
+        detail = ops.check_note(
+            response.call_detail(name, phone, call.outcome, text.strip()), "call"
+        )
+        alarm_response.record_call(
+            conn, alarm_id, code, now_us, phone, call.outcome, call.contact_id
+        )
     if row["first_call_us"] is None:
         conn.execute(
             update(schema.alarm).where(ALARM.alarm_id == alarm_id).values(first_call_us=now_us)
         )
-    _record(conn, code, Action.CALL, now_us, row, cleaned)
+    record(conn, code, Action.CALL, now_us, row, detail)
     provisioning.bump_revision(conn, queries.QUEUE)
 
 
 def add_note(conn: Connection, code: str, alarm_id: int, text: str, now_us: int) -> None:
     cleaned = ops.check_note(text)
-    _, row = _holding(conn, code, alarm_id)
-    _record(conn, code, Action.NOTE, now_us, row, cleaned)
+    _, row = holding_alarm(conn, code, alarm_id)
+    record(conn, code, Action.NOTE, now_us, row, cleaned)
     provisioning.bump_revision(conn, queries.QUEUE)  # consoles with the alarm open see it
 
 
@@ -232,14 +289,14 @@ def hold(conn: Connection, code: str, alarm_id: int, minutes: int, reason: str, 
     """Put the alarm on hold for ``minutes``; it returns to pending, marked BEEN_ON_HOLD, when
     the time is up. The time it returns."""
     cleaned = ops.check_hold(minutes, reason)
-    _, row = _holding(conn, code, alarm_id)
+    _, row = holding_alarm(conn, code, alarm_id)
     until = ops.hold_until(now_us, minutes)
     conn.execute(
         update(schema.alarm)
         .where(ALARM.alarm_id == alarm_id)
         .values(state=AlarmState.ON_HOLD, hold_until_us=until, hold_reason=cleaned)
     )
-    _record(conn, code, Action.HOLD, now_us, row, f"{minutes} MIN {cleaned}")
+    record(conn, code, Action.HOLD, now_us, row, f"{minutes} MIN {cleaned}")
     provisioning.bump_revision(conn, queries.QUEUE)
     hand_out(conn, now_us, only=code)
     return until
@@ -257,7 +314,7 @@ def end_holds(conn: Connection, now_us: int) -> int:
             .where(ALARM.alarm_id == row["alarm_id"], ALARM.state == AlarmState.ON_HOLD)
             .values(state=AlarmState.PENDING, opr=None, been_on_hold=True, hold_until_us=None)
         )
-        _record(conn, row["opr"] or "", Action.HOLD_ENDED, now_us, row)
+        record(conn, row["opr"] or "", Action.HOLD_ENDED, now_us, row)
     if rows:
         provisioning.bump_revision(conn, queries.QUEUE)
         hand_out(conn, now_us)
@@ -277,7 +334,7 @@ def take_over(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[s
         raise ActionRefused("OPS-STATE", f"alarm {alarm_id} changed meanwhile; try again")
     row = queries.alarm(conn, alarm_id)
     assert row is not None
-    _record(conn, code, Action.TAKE_OVER, now_us, row, f"FROM {held.opr or '-'}")
+    record(conn, code, Action.TAKE_OVER, now_us, row, f"FROM {held.opr or '-'}")
     provisioning.bump_revision(conn, queries.QUEUE)
     return row
 
@@ -292,7 +349,7 @@ def resolve(
     note = note.strip()
     if len(note) > ops.NOTE_MAX:
         raise ActionRefused("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
-    _, row = _holding(conn, code, alarm_id)
+    _, row = holding_alarm(conn, code, alarm_id)
     conn.execute(
         update(schema.alarm)
         .where(ALARM.alarm_id == alarm_id)
@@ -301,7 +358,7 @@ def resolve(
     times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
     summary = ", ".join(f"{name} {value}" for name, value in times.items())
     full = f"{resolution} {text}; {summary}" + (f"; {note}" if note else "")
-    _record(conn, code, Action.RESOLVE, now_us, row, f"{resolution} {text}", note=full)
+    record(conn, code, Action.RESOLVE, now_us, row, f"{resolution} {text}", note=full)
     provisioning.bump_revision(conn, queries.QUEUE)
     hand_out(conn, now_us, only=code)
 
@@ -309,7 +366,7 @@ def resolve(
 # the audit trail ----------------------------------------------------------------------------
 
 
-def _record(
+def record(
     conn: Connection,
     code: str,
     action: Action,

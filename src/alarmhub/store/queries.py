@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Select, bindparam, func, or_, select
 from alarmhub.core import operations as ops
 from alarmhub.core import units
 from alarmhub.core.operations import OPEN_STATES, AlarmState
-from alarmhub.store import schema
+from alarmhub.store import alarm_response, schema
 from alarmhub.store.statistics import first_signal_since
 
 PENDING = AlarmState.PENDING
@@ -218,9 +218,20 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
                 .limit(history_limit)
             ).mappings()
         ]
+    response = None
+    if account is not None:
+        response = alarm_response.for_alarm(
+            conn,
+            row["account_number"],
+            alarm_response.type_call_list(conn, row["event_code"]),
+            row["zone"],
+            row["area"],
+            alarm_id,
+        )
     return {
         "alarm": row,
         "account": account,
         "events": [dict(r) for r in of_alarm],
         "history": recent,
+        "response": response,
     }

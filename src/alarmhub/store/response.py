@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
 from sqlalchemy.engine import Engine
 
@@ -59,14 +58,6 @@ def hash_passcode(passcode: str) -> str:
     return HASHER.hash(passcode)
 
 
-def passcode_matches(passcode_hash: str, given: str) -> bool:
-    """Whether ``given`` is the passcode of ``passcode_hash`` (a damaged hash matches none)."""
-    try:
-        return HASHER.verify(passcode_hash, given)
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        return False
-
-
 def _checked(problem: str | None) -> None:
     if problem:
         raise ProvisioningError(problem)
@@ -107,7 +98,7 @@ def list_zones(engine: Engine, account_number: str) -> list[dict[str, str]]:
             .where(ZONE.account_number == account_number)
             .order_by(ZONE.zone, ZONE.area)
         ).mappings()
-        return [dict(r) for r in rows]
+        return [alarm_response.plain(r) for r in rows]
 
 
 def remove_zone(engine: Engine, account_number: str, zone: str, area: str = "") -> None:
@@ -156,7 +147,7 @@ def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
             .where(USER.account_number == account_number)
             .order_by(USER.user_number)
         ).mappings()
-        return [dict(r) for r in rows]
+        return [alarm_response.plain(r) for r in rows]
 
 
 def remove_user(engine: Engine, account_number: str, user: str) -> None:
@@ -402,7 +393,7 @@ def list_agencies(engine: Engine) -> list[dict[str, str]]:
                 AGENCY.kind, AGENCY.code
             )
         ).mappings()
-        return [dict(r) for r in rows]
+        return [alarm_response.plain(r) for r in rows]
 
 
 def set_account_response(
@@ -423,10 +414,7 @@ def set_account_response(
                 continue
             if code:
                 found = conn.execute(select(AGENCY.kind).where(AGENCY.code == code)).scalar()
-                if found is None:
-                    raise ProvisioningError(f"no agency {code!r} (add it with 'agency add')")
-                if found != kind:
-                    raise ProvisioningError(f"agency {code!r} is {found}, not {kind}")
+                _checked(rules.assignment_problem(kind, code, found))
             values[kind] = code or None
         if permit is not None:
             _checked(rules.permit_problem(permit))

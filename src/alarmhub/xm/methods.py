@@ -236,11 +236,13 @@ class _PendingAnswers:
     unchanged queue gets the same answer without the queue being read and written again."""
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[int, int, int, str, str], dict[str, Any]] = {}
+        self._answers: dict[tuple[str, int, int, int, str, str], dict[str, Any]] = {}
 
     def get(self, conn: Connection, zone: tzinfo, tag: str) -> dict[str, Any]:
-        # the queue's state, the accounts' (COMPANY_NAME) and their call lists make the answer
+        # the queue's state, the accounts' (COMPANY_NAME) and their call lists make the answer;
+        # of one database (several nodes may share a process: the tests run them so)
         key = (
+            str(conn.engine.url),
             queries.queue_revision(conn),
             provisioning.revision(conn),
             provisioning.revision(conn, RESPONSE),
@@ -268,7 +270,7 @@ class _PendingAnswers:
                 for row in rows
             ]
             answer = {"XMAPEND": records, "TOTAL_RECORDS": str(len(records))}
-            fresh = {k: v for k, v in self._answers.items() if k[:3] == key[:3]}
+            fresh = {k: v for k, v in self._answers.items() if k[:4] == key[:4]}
             self._answers = {**fresh, key: answer}  # only the newest state is kept
         return answer
 
