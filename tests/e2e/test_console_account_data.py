@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from alarmhub.core.response import Agency, AgencyKind
-from alarmhub.store import operators, response
+from alarmhub.store import operators, passcodes, response
 from alarmhub.store import schema as s
 from tests.e2e.test_console_http import PASSWORD, Console, Hub, provision_console, refused
 from tests.support.processes import Server, Station
@@ -215,7 +215,7 @@ def test_contacts_and_call_lists_round_trip_and_the_passcode_is_never_answered(
             select(s.contact.c.passcode_hash).where(s.contact.c.contact_id == alice["id"])
         ).scalar_one()
     assert stored.startswith("$argon2") and PASSCODE not in stored
-    assert response.passcode_matches(stored, PASSCODE)
+    assert passcodes.matches(stored, PASSCODE)
     whole = admin.get(path)
     assert PASSCODE not in whole.text and stored not in whole.text and "argon2" not in whole.text
 

@@ -110,14 +110,14 @@ class AccountData:
         facts = dict(row._mapping)
         return {
             **{name: facts[name] for name in ACCOUNT_FIELDS},
-            "zones": plain(response.list_zones(self.engine, number)),
-            "users": plain(response.list_users(self.engine, number)),
+            "zones": response.list_zones(self.engine, number),
+            "users": response.list_users(self.engine, number),
             "contacts": contacts,
             "call_lists": call_lists(contacts),
             "permit": assigned["permit"],
             "has_duress_code": assigned["has_duress_code"],
             "assigned": {kind: facts[kind] or "" for kind in AGENCY_KINDS},
-            "agencies": plain(response.list_agencies(self.engine)),
+            "agencies": response.list_agencies(self.engine),
         }
 
     # the endpoints ----------------------------------------------------------------------------
@@ -242,12 +242,6 @@ class AccountData:
 
         await self._store(assign)
         return await self._answer(number)
-
-
-def plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with plain ``str`` keys (the store's may be SQLAlchemy's ``quoted_name``, which the
-    JSON encoder refuses as a key)."""
-    return [{str(key): value for key, value in row.items()} for row in rows]
 
 
 def _admitted(request: Request, session: Session) -> str:

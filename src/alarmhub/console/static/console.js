@@ -1,12 +1,20 @@
 // alarmhub operator console: live queues from /console/events, the alarm screen and its
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
-// put into the page with textContent (never as HTML).
+// put into the page with textContent (never as HTML). calls.js (the call list, calls and
+// passcode checks on the alarm screen) and accounts.js (admins' data entry) build on what this
+// file shares as window.alarmhub.
 "use strict";
 
 (() => {
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
   const meta = document.querySelector('meta[name="operator"]');
-  const me = { code: meta.content, supervisor: meta.dataset.supervisor === "yes" };
+  const me = {
+    code: meta.content,
+    role: meta.dataset.role,
+    supervisor: meta.dataset.supervisor === "yes",
+  };
+  // what the other scripts add: after the alarm screen is drawn, after a form opens, keys
+  const hooks = { detail: [], formOpened: [], keys: {} };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
   const PALETTE = [
@@ -522,6 +530,7 @@
       dl.append(el("dt", {}, "Back in"), el("dd", { class: "time", "data-until": alarm.hold_until_us }));
     }
     if (alarm.been_on_hold) fact(dl, "Been on hold", "yes");
+    if (alarm.passcode_verified) fact(dl, "Passcode verified", alarm.passcode_verified, "passcode-verified");
     if (alarm.restore_us) fact(dl, "Restored", when(alarm.restore_us), "time");
     if (alarm.state === "resolved") {
       fact(dl, "Resolved", `${alarm.resolution}  at ${when(alarm.resolved_us)}`);
@@ -545,6 +554,7 @@
     renderEvents("#alarm-signals", events.filter((e) => !isAction(e)), false);
     renderEvents("#alarm-log", events.filter(isAction), true);
     renderEvents("#alarm-history", state.detail.history, false, alarm.alarm_id);
+    for (const hook of hooks.detail) hook(state.detail, mineInProcess);
   }
 
   function renderEvents(selector, events, actions, current) {
@@ -595,6 +605,7 @@
     form.hidden = false;
     const first = form.querySelector("textarea, input, select");
     if (first) first.focus();
+    for (const hook of hooks.formOpened) hook(name);
   }
 
   function fillResolutions() {
@@ -692,6 +703,9 @@
     if (actions[key]) {
       e.preventDefault();
       actions[key]();
+    } else if (hooks.keys[key]) {
+      e.preventDefault();
+      hooks.keys[key]();
     }
   }
 
@@ -723,10 +737,6 @@
     for (const button of document.querySelectorAll("[data-cancel]")) {
       button.addEventListener("click", hideForms);
     }
-    $("#form-call").addEventListener("submit", (e) => {
-      e.preventDefault();
-      act("call", { text: $("#call-text").value });
-    });
     $("#form-note").addEventListener("submit", (e) => {
       e.preventDefault();
       act("note", { text: $("#note-text").value });
@@ -769,5 +779,9 @@
     tick();
   }
 
+  window.alarmhub = {
+    api, el, $, banner, when, paint, me, state, hooks,
+    act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm,
+  };
   start();
 })();
