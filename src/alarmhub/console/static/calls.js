@@ -91,7 +91,12 @@
       answerFor = null;
       showAnswer(null);
     }
-    if (!response) {
+    const some = response && (
+      (response.call_list && response.call_list.contacts.length) || response.zone ||
+      (response.agencies && response.agencies.length) || response.permit || response.has_duress_code
+    );
+    if (!some) {
+      shown = null;
       section.hidden = true;
       fillContacts();
       return;
