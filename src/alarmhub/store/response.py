@@ -104,10 +104,16 @@ def zone_values(zone: Zone) -> dict[str, str]:
 def set_zone(engine: Engine, zone: Zone) -> dict[str, str]:
     """Add or change what a zone is (in one area, or with no area in every area)."""
     _checked(rules.zone_problem(zone))
-    values = zone_values(zone)
+    return _set_row(engine, schema.account_zone, ZONE_KEY, zone_values(zone))
+
+
+def _set_row(
+    engine: Engine, table: Table, keys: list[str], values: dict[str, str]
+) -> dict[str, str]:
+    """Add or change one row of an account's data, keyed by ``keys``."""
     with write_transaction(engine) as conn:
-        _need_account(conn, zone.account_number)
-        upsert(conn, schema.account_zone, [values], ZONE_KEY)
+        _need_account(conn, values["account_number"])
+        upsert(conn, table, [values], keys)
         bump_revision(conn, RESPONSE)
     return values
 
@@ -149,12 +155,7 @@ def user_values(user: PanelUser) -> dict[str, str]:
 
 def set_user(engine: Engine, user: PanelUser) -> dict[str, str]:
     _checked(rules.user_problem(user))
-    values = user_values(user)
-    with write_transaction(engine) as conn:
-        _need_account(conn, user.account_number)
-        upsert(conn, schema.account_user, [values], USER_KEY)
-        bump_revision(conn, RESPONSE)
-    return values
+    return _set_row(engine, schema.account_user, USER_KEY, user_values(user))
 
 
 def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
