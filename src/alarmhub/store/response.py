@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, tuple_, update
+from sqlalchemy import Connection, Table, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
@@ -21,17 +22,41 @@ from alarmhub.core import response as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import Agency, Contact, PanelUser, Phone, Zone
 from alarmhub.store import alarm_response, schema
-from alarmhub.store.alarm_response import PHONE_COLUMNS, RESPONSE, chunks
+from alarmhub.store.alarm_response import (
+    ACCOUNT,
+    AGENCY,
+    CONTACT,
+    ENTRY,
+    PHONE_COLUMNS,
+    RESPONSE,
+    USER,
+    ZONE,
+    chunks,
+)
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning import bump_revision
 
-ACCOUNT = schema.account.c
-ZONE = schema.account_zone.c
-USER = schema.account_user.c
-CONTACT = schema.contact.c
-ENTRY = schema.call_list_entry.c
-AGENCY = schema.agency.c
+ZONE_KEY = ["account_number", "zone", "area"]
+USER_KEY = ["account_number", "user_number"]
+CONTACT_KEY = ["account_number", "name"]
+ENTRY_KEY = ["account_number", "list_name", "contact_id"]
+
+
+def upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    """INSERT ... ON CONFLICT (keys) DO UPDATE: one statement for many rows, on both dialects:
+    a row whose key exists is changed, the others are added."""
+    if not rows:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table)
+    changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
+    if changed:
+        statement = statement.on_conflict_do_update(index_elements=keys, set_=changed)
+    else:
+        statement = statement.on_conflict_do_nothing(index_elements=keys)
+    for chunk in chunks(rows):
+        conn.execute(statement, list(chunk))
 
 
 def known_accounts(conn: Connection, numbers: Iterable[str]) -> set[str]:
@@ -79,13 +104,16 @@ def zone_values(zone: Zone) -> dict[str, str]:
 def set_zone(engine: Engine, zone: Zone) -> dict[str, str]:
     """Add or change what a zone is (in one area, or with no area in every area)."""
     _checked(rules.zone_problem(zone))
-    values = zone_values(zone)
+    return _set_row(engine, schema.account_zone, ZONE_KEY, zone_values(zone))
+
+
+def _set_row(
+    engine: Engine, table: Table, keys: list[str], values: dict[str, str]
+) -> dict[str, str]:
+    """Add or change one row of an account's data, keyed by ``keys``."""
     with write_transaction(engine) as conn:
-        _need_account(conn, zone.account_number)
-        key = (ZONE.account_number, ZONE.zone, ZONE.area)
-        where = tuple_(*key) == (values["account_number"], values["zone"], values["area"])
-        if not conn.execute(update(schema.account_zone).where(where).values(values)).rowcount:
-            conn.execute(insert(schema.account_zone).values(values))
+        _need_account(conn, values["account_number"])
+        upsert(conn, table, [values], keys)
         bump_revision(conn, RESPONSE)
     return values
 
@@ -127,16 +155,7 @@ def user_values(user: PanelUser) -> dict[str, str]:
 
 def set_user(engine: Engine, user: PanelUser) -> dict[str, str]:
     _checked(rules.user_problem(user))
-    values = user_values(user)
-    with write_transaction(engine) as conn:
-        _need_account(conn, user.account_number)
-        where = (USER.account_number == user.account_number) & (
-            USER.user_number == values["user_number"]
-        )
-        if not conn.execute(update(schema.account_user).where(where).values(values)).rowcount:
-            conn.execute(insert(schema.account_user).values(values))
-        bump_revision(conn, RESPONSE)
-    return values
+    return _set_row(engine, schema.account_user, USER_KEY, user_values(user))
 
 
 def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
@@ -378,10 +397,7 @@ def add_agency(engine: Engine, agency: Agency) -> dict[str, str]:
         "phone": agency.phone.strip(),
     }
     with write_transaction(engine) as conn:
-        where = AGENCY.code == agency.code
-        changed = {**values, "updated_us": now_us()}
-        if not conn.execute(update(schema.agency).where(where).values(changed)).rowcount:
-            conn.execute(insert(schema.agency).values(changed))
+        upsert(conn, schema.agency, [{**values, "updated_us": now_us()}], ["code"])
         bump_revision(conn, RESPONSE)
     return values
 

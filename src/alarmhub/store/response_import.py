@@ -14,24 +14,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Table, bindparam, select, tuple_, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core.response import Contact, PanelUser, Zone
 from alarmhub.store import schema
-from alarmhub.store.alarm_response import RESPONSE, chunks
+from alarmhub.store.alarm_response import ACCOUNT, CONTACT, ENTRY, RESPONSE, chunks
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import (
-    ACCOUNT,
-    CONTACT,
-    ENTRY,
-    USER,
-    ZONE,
+    CONTACT_KEY,
+    ENTRY_KEY,
+    USER_KEY,
+    ZONE_KEY,
     Placement,
     contact_values,
     known_accounts,
+    upsert,
     user_values,
     zone_values,
 )
@@ -49,21 +48,6 @@ class Outcome:
         self.added += other.added
         self.updated += other.updated
         self.refused.extend(other.refused)
-
-
-def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
-    """INSERT ... ON CONFLICT (keys) DO UPDATE: one statement for many rows, on both dialects."""
-    if not rows:
-        return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table)
-    changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
-    if changed:
-        statement = statement.on_conflict_do_update(index_elements=keys, set_=changed)
-    else:
-        statement = statement.on_conflict_do_nothing(index_elements=keys)
-    for chunk in chunks(rows):
-        conn.execute(statement, list(chunk))
 
 
 def _import(
@@ -109,34 +93,33 @@ def _keys(conn: Connection, columns: Sequence[Any], accounts: list[str]) -> set[
     return found
 
 
-def upsert_zones(engine: Engine, lines: Sequence[tuple[int, Zone]]) -> Outcome:
-    """Add or update zone descriptions (checked rows, with their line numbers)."""
+def _keyed(
+    engine: Engine,
+    lines: Sequence[tuple[int, Any]],
+    table: Table,
+    keys: list[str],
+    values_of: Callable[[Any], dict[str, Any]],
+) -> Outcome:
+    """An import of rows that are each one row of ``table``, keyed by ``keys``."""
     return _import(
         engine,
         lines,
-        lambda zone: zone.account_number,
-        zone_values,
-        lambda v: (v["account_number"], v["zone"], v["area"]),
-        lambda conn, accounts: _keys(conn, (ZONE.account_number, ZONE.zone, ZONE.area), accounts),
-        lambda conn, rows, _: _upsert(
-            conn, schema.account_zone, rows, ["account_number", "zone", "area"]
-        ),
+        lambda item: item.account_number,
+        values_of,
+        lambda v: tuple(v[k] for k in keys),
+        lambda conn, accounts: _keys(conn, [table.c[k] for k in keys], accounts),
+        lambda conn, rows, _: upsert(conn, table, rows, keys),
     )
+
+
+def upsert_zones(engine: Engine, lines: Sequence[tuple[int, Zone]]) -> Outcome:
+    """Add or update zone descriptions (checked rows, with their line numbers)."""
+    return _keyed(engine, lines, schema.account_zone, ZONE_KEY, zone_values)
 
 
 def upsert_users(engine: Engine, lines: Sequence[tuple[int, PanelUser]]) -> Outcome:
     """Add or update panel users (checked rows, with their line numbers)."""
-    return _import(
-        engine,
-        lines,
-        lambda user: user.account_number,
-        user_values,
-        lambda v: (v["account_number"], v["user_number"]),
-        lambda conn, accounts: _keys(conn, (USER.account_number, USER.user_number), accounts),
-        lambda conn, rows, _: _upsert(
-            conn, schema.account_user, rows, ["account_number", "user_number"]
-        ),
-    )
+    return _keyed(engine, lines, schema.account_user, USER_KEY, user_values)
 
 
 ContactLine = tuple[Contact, Placement | None]
@@ -150,7 +133,7 @@ def upsert_contacts(engine: Engine, lines: Sequence[tuple[int, ContactLine]]) ->
 
     def store(conn: Connection, rows: list[dict[str, Any]], kept: list[tuple[int, Any]]) -> None:
         stamp = now_us()
-        _upsert(conn, schema.contact, [{**r, "updated_us": stamp} for r in rows], _CONTACT_KEY)
+        upsert(conn, schema.contact, [{**r, "updated_us": stamp} for r in rows], CONTACT_KEY)
         ids = _contact_ids(conn, sorted({r["account_number"] for r in rows}))
         _place_all(conn, ids, [item for _, item in kept])
 
@@ -163,9 +146,6 @@ def upsert_contacts(engine: Engine, lines: Sequence[tuple[int, ContactLine]]) ->
         lambda conn, accounts: _keys(conn, (CONTACT.account_number, CONTACT.name), accounts),
         store,
     )
-
-
-_CONTACT_KEY = ["account_number", "name"]
 
 
 def _merged_contacts(
@@ -216,7 +196,7 @@ def _place_all(
                         "position": place.order,
                     }
                 )
-    _upsert(conn, schema.call_list_entry, wanted, ["account_number", "list_name", "contact_id"])
+    upsert(conn, schema.call_list_entry, wanted, ENTRY_KEY)
     if appended:
         _append(conn, appended)
 
@@ -248,7 +228,7 @@ def _append(conn: Connection, entries: list[tuple[str, str, int]]) -> None:
                 "position": position,
             }
         )
-    _upsert(conn, schema.call_list_entry, rows, ["account_number", "list_name", "contact_id"])
+    upsert(conn, schema.call_list_entry, rows, ENTRY_KEY)
 
 
 def set_account_responses(engine: Engine, rows: Sequence[tuple[str, Mapping[str, str]]]) -> None:
