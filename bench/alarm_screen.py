@@ -33,6 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from alarmhub import example_data
+from alarmhub.cli.csv_import import import_csv
+from alarmhub.store import operators
+from alarmhub.store.engine import open_engine
 from console_latency import (
     DRIVER,
     OPERATOR,
@@ -44,11 +49,6 @@ from console_latency import (
     start_node,
     stop_node,
 )
-
-from alarmhub import example_data
-from alarmhub.cli.csv_import import import_csv
-from alarmhub.store import operators
-from alarmhub.store.engine import open_engine
 
 TARGET_P99_MS = 100.0
 DNIS = "4321"
@@ -121,8 +121,8 @@ def run(args: argparse.Namespace, data_dir: Path, scratch: Path) -> dict[str, An
             alarms: list[int] = []
             while time.monotonic() < deadline:
                 snapshot = client.get("/console/api/snapshot").json()["snapshot"]
-                fields = snapshot["fields"]
-                alarms = [dict(zip(fields, r, strict=True))["alarm_id"] for r in snapshot["pending"]]
+                column = snapshot["fields"].index("alarm_id")
+                alarms = [row[column] for row in snapshot["pending"]]
                 if len(alarms) >= args.alarms:
                     break
                 time.sleep(0.2)

@@ -557,6 +557,7 @@ def test_unknown_paths_and_methods_answer_the_error_envelope(hub: Hub) -> None:
 
 
 def test_resolutions_operators_stats_and_me(hub: Hub) -> None:
+    hub.signal(29, "E602", 1)  # stored when answered: the minute counts have it
     console = hub.console().sign_in("SUP")
     me = console.get("/me").json()
     assert me["operator"] == {
@@ -577,7 +578,7 @@ def test_resolutions_operators_stats_and_me(hub: Hub) -> None:
     assert all("password_hash" not in o for o in operators.values())
     stats = console.get("/stats").json()
     assert stats["minutes"] == len(stats["signals_per_minute"]) == 60
-    assert sum(stats["signals_per_minute"]) >= 1, "this module posted signals"
+    assert sum(stats["signals_per_minute"]) >= 1, "this test posted a signal"
 
 
 def test_static_files_are_served_with_the_security_headers(hub: Hub) -> None:
