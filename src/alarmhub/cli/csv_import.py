@@ -1,104 +1,370 @@
-"""``account import``: subscriber accounts added or updated from a CSV file, in chunks, with
-each bad row reported by its line and skipped."""
+"""CSV imports: accounts, zones, panel users and contacts added or updated from a file a chunk of
+rows at a time (memory stays flat however long the file is), each bad row reported by its line
+(the header is line 1) and skipped, the good rows kept. Importing the same file again adds
+nothing and changes nothing.
+
+One reader serves every kind: a :class:`CsvFormat` names its columns, turns a row into the item
+the store takes (or says why it cannot), and stores a chunk. :func:`import_csv` imports a file
+for code; :func:`import_command` makes each kind's ``import`` command, whose ``--help`` names
+the columns.
+"""
 
 from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from alarmhub.cli.output import CommandError, data_dir_option, emit, json_option, open_store
+from alarmhub.cli.output import data_dir_option, emit, json_option, open_store, provisioning_errors
+from alarmhub.core import response as rules
 from alarmhub.core.account import Account, account_problem
+from alarmhub.core.errors import ProvisioningError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+T = TypeVar("T")
 
 IMPORT_CHUNK = 1000
-CSV_COLUMNS = {
-    "account": "account_number",
-    "account_number": "account_number",
-    "name": "company_name",
-    "company_name": "company_name",
-    "street": "street",
-    "city": "city",
-    "state": "state",
+"""Rows handed to the store at a time, each chunk in one transaction."""
+
+Lines = list[tuple[int, Any]]
+Stored = tuple[int, int, list[dict[str, Any]]]
+"""What storing a chunk did: rows added, rows updated, rows refused (``{"line", "error"}``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column of an import file: header names are matched in any case."""
+
+    name: str
+    required: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CsvFormat:
+    """What a kind of import file holds and where its rows go."""
+
+    kind: str
+    noun: str
+    columns: tuple[Column, ...]
+    item: Callable[[Mapping[str, str]], Any]
+    """A row's fields (stripped; absent columns missing) as the store's item; ValueError says
+    why the row cannot be one."""
+    store: Callable[[Engine, Lines], Stored]
+    about: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The columns as help and errors write them: ``account,zone,[area],description``."""
+        return ",".join(c.name if c.required else f"[{c.name}]" for c in self.columns)
+
+
+# the formats ---------------------------------------------------------------------------------
+
+
+def _checked(item: T, problem: str | None) -> T:
+    if problem:
+        raise ValueError(problem)
+    return item
+
+
+def _account(f: Mapping[str, str]) -> Account:
+    account = Account(
+        f["account"], f["name"], f.get("street", ""), f.get("city", ""), f.get("state", "")
+    )
+    return _checked(account, account_problem(account))
+
+
+def _store_accounts(engine: Engine, lines: Lines) -> Stored:
+    from alarmhub.store import provisioning
+
+    count = provisioning.upsert_accounts(engine, [account for _, account in lines])
+    return count.added, count.updated, []
+
+
+def _zone(f: Mapping[str, str]) -> rules.Zone:
+    zone = rules.Zone(
+        f["account"], f["zone"], f["description"], f.get("area", ""), f.get("equipment", "")
+    )
+    return _checked(zone, rules.zone_problem(zone))
+
+
+def _store_zones(engine: Engine, lines: Lines) -> Stored:
+    from alarmhub.store.response_import import upsert_zones
+
+    outcome = upsert_zones(engine, lines)
+    return outcome.added, outcome.updated, outcome.refused
+
+
+def _user(f: Mapping[str, str]) -> rules.PanelUser:
+    user = rules.PanelUser(f["account"], f["user"], f["name"])
+    return _checked(user, rules.user_problem(user))
+
+
+def _store_users(engine: Engine, lines: Lines) -> Stored:
+    from alarmhub.store.response_import import upsert_users
+
+    outcome = upsert_users(engine, lines)
+    return outcome.added, outcome.updated, outcome.refused
+
+
+PHONE_FIELDS = tuple((f"phone{n}", f"kind{n}") for n in range(1, rules.MAX_PHONES + 1))
+
+
+def phone_of(text: str) -> rules.Phone:
+    """A phone as the command line gives it: ``NUMBER`` (mobile) or ``KIND:NUMBER``."""
+    kind, _, number = text.rpartition(":")
+    return rules.Phone(number.strip(), rules.phone_kind(kind))
+
+
+def order_of(text: str) -> int:
+    """A call list order as written; what is not a number is refused as out of range."""
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
+def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any]:
+    from alarmhub.store.response import placement
+
+    phones = []
+    for number, kind in PHONE_FIELDS:
+        if f.get(number):
+            phones.append(rules.Phone(f[number], rules.phone_kind(f.get(kind, ""))))
+        elif f.get(kind):
+            raise ValueError(f"{kind} is given without {number}")
+    contact = rules.Contact(
+        f["account"],
+        f["name"],
+        tuple(phones),
+        f.get("email", ""),
+        f.get("relation", ""),
+        f.get("notes", ""),
+    )
+    _checked(contact, rules.contact_problem(contact))
+    order = f.get("order", "")
+    place = placement(f.get("list") or rules.DEFAULT_CALL_LIST, order_of(order) if order else None)
+    return contact, place
+
+
+def _store_contacts(engine: Engine, lines: Lines) -> Stored:
+    from alarmhub.store.response_import import upsert_contacts
+
+    outcome = upsert_contacts(engine, lines)
+    return outcome.added, outcome.updated, outcome.refused
+
+
+ACCOUNT_COLUMN = Column("account", True, ("account_number",))
+
+FORMATS = {
+    f.kind: f
+    for f in (
+        CsvFormat(
+            "account",
+            "accounts",
+            (
+                ACCOUNT_COLUMN,
+                Column("name", True, ("company_name",)),
+                Column("street"),
+                Column("city"),
+                Column("state"),
+            ),
+            _account,
+            _store_accounts,
+        ),
+        CsvFormat(
+            "zone",
+            "zones",
+            (
+                ACCOUNT_COLUMN,
+                Column("zone", True),
+                Column("area"),
+                Column("description", True),
+                Column("equipment"),
+            ),
+            _zone,
+            _store_zones,
+            "An empty area means every area of the panel.",
+        ),
+        CsvFormat(
+            "user",
+            "panel users",
+            (ACCOUNT_COLUMN, Column("user", True), Column("name", True)),
+            _user,
+            _store_users,
+        ),
+        CsvFormat(
+            "contact",
+            "contacts",
+            (
+                ACCOUNT_COLUMN,
+                Column("name", True),
+                *(Column(c) for pair in PHONE_FIELDS for c in pair),
+                Column("email"),
+                Column("relation"),
+                Column("notes"),
+                Column("list"),
+                Column("order"),
+            ),
+            _contact,
+            _store_contacts,
+            "A contact is known by account and name: a contact on two call lists is two rows "
+            "with the same account and name, each naming one list (empty: PRIMARY) and its "
+            "order (empty: last). A kind is mobile, home or work (empty: mobile). Passcodes "
+            "are not imported: set each with 'contact update --passcode'.",
+        ),
+    )
 }
+"""Every kind of import file, by the kind's name."""
 
 
-def csv_accounts(path: Path, refused: list[dict[str, Any]]) -> Iterator[tuple[int, Account]]:
-    """Valid accounts of a CSV file with their line numbers; bad rows go to ``refused``."""
+# reading -------------------------------------------------------------------------------------
+
+
+def _header(fmt: CsvFormat, path: Path, header: Sequence[str] | None) -> list[str]:
+    """The columns a file's header names, as the format calls them; ProvisioningError when
+    they are not the format's."""
+    names = {alias: c.name for c in fmt.columns for alias in (c.name, *c.aliases)}
+    given = [h.strip().lower() for h in header or []]
+    unknown = [h for h in given if h not in names]
+    found = [names.get(h, h) for h in given]
+    missing = [c.name for c in fmt.columns if c.required and c.name not in found]
+    twice = sorted({h for h in found if found.count(h) > 1})
+    if unknown or missing or twice:
+        why = [
+            f"{label}: {', '.join(items)}"
+            for label, items in (("unknown", unknown), ("missing", missing), ("twice", twice))
+            if items
+        ]
+        raise ProvisioningError(
+            f"{path}: the header must name the columns {fmt.spec} ({'; '.join(why)})"
+        )
+    return found
+
+
+def _chunks(
+    fmt: CsvFormat, path: Path, refused: list[dict[str, Any]]
+) -> Iterator[tuple[int, Lines]]:
+    """The file's good rows as (line, item), a chunk at a time with the lines read so far;
+    bad rows go to ``refused``."""
     with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        header = [h.strip().lower() for h in reader.fieldnames or []]
-        unknown = [h for h in header if h not in CSV_COLUMNS]
-        if unknown or not {"account_number", "company_name"} <= {CSV_COLUMNS[h] for h in header}:
-            raise CommandError(
-                f"{path}: the header must name the columns account,name[,street,city,state]"
-                + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+        reader = csv.reader(fh)
+        try:
+            columns = _header(fmt, path, next(reader, None))
+            width = len(columns)
+            chunk: Lines = []
+            for row in reader:
+                line = reader.line_num
+                if len(row) > width:
+                    refused.append({"line": line, "error": "more fields than the header names"})
+                    continue
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # a blank line
+                if len(row) < width:
+                    row += [""] * (width - len(row))
+                fields = {name: value.strip() for name, value in zip(columns, row, strict=False)}
+                try:
+                    chunk.append((line, fmt.item(fields)))
+                except ValueError as exc:
+                    refused.append({"line": line, "error": str(exc)})
+                    continue
+                if len(chunk) >= IMPORT_CHUNK:
+                    yield line - 1, chunk
+                    chunk = []
+            yield reader.line_num - 1, chunk
+        except UnicodeDecodeError:
+            raise ProvisioningError(
+                f"{path}: not UTF-8 text after line {reader.line_num}"
+            ) from None
+        except csv.Error as exc:
+            raise ProvisioningError(f"{path}:{reader.line_num}: {exc}") from None
+
+
+def import_csv(
+    engine: Engine, kind: str, path: Path, on_progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
+    """Import a CSV file of ``kind`` (account, zone, user or contact): good rows added or
+    updated, bad ones refused by line. ``on_progress`` is called after each chunk with the
+    lines of the file read so far after the header. ProvisioningError when the file cannot
+    be read as that kind (its header, its encoding)."""
+    fmt = FORMATS.get(kind)
+    if fmt is None:
+        raise ProvisioningError(f"no import of {kind!r} (one of {', '.join(FORMATS)})")
+    added = updated = 0
+    refused: list[dict[str, Any]] = []
+    for lines_read, lines in _chunks(fmt, path, refused):
+        if lines:
+            more_added, more_updated, more_refused = fmt.store(engine, lines)
+            added, updated = added + more_added, updated + more_updated
+            refused.extend(more_refused)
+        if on_progress is not None:
+            on_progress(lines_read)
+    refused.sort(key=lambda r: int(r["line"]))
+    return {"added": added, "updated": updated, "refused": refused}
+
+
+# the commands --------------------------------------------------------------------------------
+
+
+def import_command(kind: str) -> click.Command:
+    """The ``import`` command of a kind's group, its help naming the columns."""
+    fmt = FORMATS[kind]
+
+    @click.command(
+        "import",
+        help=f"Add or update {fmt.noun} from a CSV FILE with the columns {fmt.spec} "
+        "(header names in any case; columns in [ ] may be left out).\n\n"
+        + (f"{fmt.about}\n\n" if fmt.about else "")
+        + "Bad rows are reported by line (the header is line 1) and skipped; good rows are "
+        "kept. Exits 1 when any row was refused. Importing a file again changes nothing.",
+        short_help=f"Add or update {fmt.noun} from a CSV file.",
+    )
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @data_dir_option
+    @json_option
+    @provisioning_errors
+    def command(file: Path, data_dir: Path | None, as_json: bool) -> None:
+        result = _import_shown(open_store(data_dir), kind, file, as_json)
+
+        def human() -> None:
+            for bad in result["refused"]:
+                click.echo(f"{file}:{bad['line']}: {bad['error']}", err=True)
+            click.echo(
+                f"{fmt.noun} added {result['added']}, updated {result['updated']}, "
+                f"rows refused {len(result['refused'])}"
             )
-        reader.fieldnames = [CSV_COLUMNS[h] for h in header]
-        for row in reader:
-            line = reader.line_num
-            if None in row:
-                refused.append({"line": line, "error": "more fields than the header names"})
-                continue
-            values = {k: (v or "").strip() for k, v in row.items()}
-            acct = Account(**values)
-            problem = account_problem(acct)
-            if problem:
-                refused.append({"line": line, "error": problem})
-                continue
-            yield line, acct
+
+        emit(as_json, result, human)
+        if result["refused"]:
+            sys.exit(1)
+
+    return command
 
 
-@click.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@data_dir_option
-@json_option
-def account_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
-    """Add or update accounts from a CSV FILE with columns account,name[,street,city,state].
-
-    Bad rows are reported by line and skipped; good rows are kept. Exits 1 when any row was bad.
-    """
+def _import_shown(engine: Engine, kind: str, file: Path, quiet: bool) -> dict[str, Any]:
+    """:func:`import_csv` with a progress bar on standard error when it is a terminal."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from alarmhub.store import provisioning
-
-    engine = open_store(data_dir)
-    total_lines = max(sum(1 for _ in file.open("rb")) - 1, 0)
-    refused: list[dict[str, Any]] = []
-    added = updated = 0
-    chunk: list[Account] = []
+    with file.open("rb") as fh:
+        total = max(sum(1 for _ in fh) - 1, 0)
     with Progress(
-        TextColumn("importing"),
+        TextColumn(f"importing {FORMATS[kind].noun}"),
         BarColumn(),
         MofNCompleteColumn(),
         transient=True,
-        disable=as_json or not sys.stderr.isatty(),
+        disable=quiet or not sys.stderr.isatty(),
         console=Console(stderr=True),
     ) as progress:
-        task = progress.add_task("import", total=total_lines)
-        last = 1
-        for line, acct in csv_accounts(file, refused):
-            chunk.append(acct)
-            progress.update(task, completed=line - 1)
-            last = line
-            if len(chunk) >= IMPORT_CHUNK:
-                count = provisioning.upsert_accounts(engine, chunk)
-                added, updated, chunk = added + count.added, updated + count.updated, []
-        if chunk:
-            count = provisioning.upsert_accounts(engine, chunk)
-            added, updated = added + count.added, updated + count.updated
-        progress.update(task, completed=max(last - 1, total_lines))
-    result = {"added": added, "updated": updated, "refused": refused}
+        task = progress.add_task("import", total=total)
+        return import_csv(
+            engine, kind, file, lambda done: progress.update(task, completed=min(done, total))
+        )
 
-    def human() -> None:
-        for bad in refused:
-            click.echo(f"{file}:{bad['line']}: {bad['error']}", err=True)
-        click.echo(f"accounts added {added}, updated {updated}, rows refused {len(refused)}")
 
-    emit(as_json, result, human)
-    if refused:
-        sys.exit(1)
+account_import = import_command("account")
