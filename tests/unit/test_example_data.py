@@ -42,7 +42,7 @@ def test_the_committed_examples_are_the_generators_default_set(tmp_path: Path) -
 
 
 def test_every_row_is_valid_and_fictitious(tmp_path: Path) -> None:
-    counts = example_data.write(tmp_path, 120)
+    counts = example_data.write(tmp_path, 120, agency_columns=True)
     accounts = rows(tmp_path, "accounts.csv")
     assert len(accounts) == counts["accounts.csv"] == 120
     assert 7 <= counts["zones.csv"] / 120 <= 9
