@@ -75,18 +75,49 @@ def _checked(item: T, problem: str | None) -> T:
     return item
 
 
-def _account(f: Mapping[str, str]) -> Account:
+ACCOUNT_RESPONSE = (*(kind.value for kind in rules.AgencyKind), "permit")
+"""An account file's columns of response data: agency codes by kind, the permit."""
+
+
+def _account(f: Mapping[str, str]) -> tuple[Account, dict[str, str]]:
     account = Account(
         f["account"], f["name"], f.get("street", ""), f.get("city", ""), f.get("state", "")
     )
-    return _checked(account, account_problem(account))
+    _checked(account, account_problem(account))
+    response = {column: f[column] for column in ACCOUNT_RESPONSE if column in f}
+    return account, _checked(response, rules.permit_problem(response.get("permit", "")))
 
 
 def _store_accounts(engine: Engine, lines: Lines) -> Stored:
-    from alarmhub.store import provisioning
+    """Accounts, then the agencies and permits of those whose rows name them: a row naming an
+    agency that is not one of its kind is refused."""
+    from alarmhub.store import provisioning, response_import
+    from alarmhub.store.response import list_agencies
 
-    count = provisioning.upsert_accounts(engine, [account for _, account in lines])
-    return count.added, count.updated, []
+    refused: list[dict[str, Any]] = []
+    if any(response for _, (_, response) in lines):
+        kinds = {agency["code"]: agency["kind"] for agency in list_agencies(engine)}
+        kept = []
+        for line, (account, response) in lines:
+            problem = next(
+                (
+                    problem
+                    for kind in rules.AgencyKind
+                    if (code := response.get(kind.value))
+                    and (problem := rules.assignment_problem(kind.value, code, kinds.get(code)))
+                ),
+                None,
+            )
+            if problem:
+                refused.append({"line": line, "error": problem})
+            else:
+                kept.append((line, (account, response)))
+        lines = kept
+    count = provisioning.upsert_accounts(engine, [account for _, (account, _) in lines])
+    response_import.set_account_responses(
+        engine, [(account.account_number, response) for _, (account, response) in lines]
+    )
+    return count.added, count.updated, refused
 
 
 def _zone(f: Mapping[str, str]) -> rules.Zone:
@@ -116,12 +147,6 @@ def _store_users(engine: Engine, lines: Lines) -> Stored:
 
 
 PHONE_FIELDS = tuple((f"phone{n}", f"kind{n}") for n in range(1, rules.MAX_PHONES + 1))
-
-
-def phone_of(text: str) -> rules.Phone:
-    """A phone as the command line gives it: ``NUMBER`` (mobile) or ``KIND:NUMBER``."""
-    kind, _, number = text.rpartition(":")
-    return rules.Phone(number.strip(), rules.phone_kind(kind))
 
 
 def order_of(text: str) -> int:
@@ -173,9 +198,13 @@ FORMATS = {
                 Column("street"),
                 Column("city"),
                 Column("state"),
+                *(Column(column) for column in ACCOUNT_RESPONSE),
             ),
             _account,
             _store_accounts,
+            "police, fire and medical name the account's agencies by code (see 'agency list'), "
+            "permit its alarm permit; an empty field clears one, a column left out changes "
+            "nothing.",
         ),
         CsvFormat(
             "zone",
@@ -215,8 +244,10 @@ FORMATS = {
             _store_contacts,
             "A contact is known by account and name: a contact on two call lists is two rows "
             "with the same account and name, each naming one list (empty: PRIMARY) and its "
-            "order (empty: last). A kind is mobile, home or work (empty: mobile). Passcodes "
-            "are not imported: set each with 'contact update --passcode'.",
+            "order (empty: last). Each row holds the whole contact, so give its numbers and "
+            "details on every row of it (the last one wins). A kind is mobile, home or work "
+            "(empty: mobile). Passcodes are not imported: set each with 'contact update "
+            "--passcode'.",
         ),
     )
 }
@@ -317,8 +348,9 @@ def import_command(kind: str) -> click.Command:
 
     @click.command(
         "import",
-        help=f"Add or update {fmt.noun} from a CSV FILE with the columns {fmt.spec} "
-        "(header names in any case; columns in [ ] may be left out).\n\n"
+        help=f"Add or update {fmt.noun} from a CSV FILE.\n\n"
+        "\b\nColumns (header names in any case; those in [ ] may be left out):\n"
+        f"  {fmt.spec}\n\n"
         + (f"{fmt.about}\n\n" if fmt.about else "")
         + "Bad rows are reported by line (the header is line 1) and skipped; good rows are "
         "kept. Exits 1 when any row was refused. Importing a file again changes nothing.",

@@ -20,6 +20,7 @@ from alarmhub.cli.output import (
 )
 from alarmhub.clock import now_us
 from alarmhub.core.operations import Receiving, Role
+from alarmhub.core.response import DEFAULT_CALL_LIST, call_list_name
 
 # operators ----------------------------------------------------------------------------------
 
@@ -220,6 +221,7 @@ ALARM_TYPE_COLUMNS = [
     ("category", "CAT"),
     ("restore_expected", "EXPECT RESTORE"),
     ("hist_text", "HIST_TEXT"),
+    ("contact_list", "CONTACT LIST"),
     ("overridden", "OVERRIDE"),
 ]
 
@@ -239,7 +241,8 @@ def alarmtype_list(
     rows = [
         r for r in rows if (not codes or r["code"] in codes) and (not overridden or r["overridden"])
     ]
-    emit(as_json, rows, lambda: table(rows, ALARM_TYPE_COLUMNS, "no alarm types"))
+    shown = [{**r, "contact_list": r["contact_list"] or DEFAULT_CALL_LIST} for r in rows]
+    emit(as_json, rows, lambda: table(shown, ALARM_TYPE_COLUMNS, "no alarm types"))
 
 
 @alarmtype.command("set")
@@ -251,6 +254,11 @@ def alarmtype_list(
 @click.option("--category", type=click.Choice(["O", "S"]), help="O pending, S history only.")
 @click.option("--restore-expected/--no-restore-expected", default=None)
 @click.option("--text", "hist_text", help="HIST_TEXT template with {event}, {zone}, {area}.")
+@click.option(
+    "--contact-list",
+    metavar="NAME",
+    help=f"The call list operators work for its alarms ('' for {DEFAULT_CALL_LIST}).",
+)
 @data_dir_option
 @json_option
 @provisioning_errors
@@ -263,6 +271,7 @@ def alarmtype_set(
     category: str | None,
     restore_expected: bool | None,
     hist_text: str | None,
+    contact_list: str | None,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -279,6 +288,7 @@ def alarmtype_set(
         category=category,
         restore_expected=restore_expected,
         hist_text=hist_text,
+        contact_list=call_list_name(contact_list) if contact_list is not None else None,
     )
     emit(as_json, row, lambda: click.echo(f"alarm type {code} set"))
 

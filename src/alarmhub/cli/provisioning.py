@@ -251,6 +251,52 @@ def account_test_interval(
     )
 
 
+@account.command("set")
+@click.argument("account_number", metavar="ACCOUNT")
+@click.option("--police", metavar="CODE", help="The police agency ('' for none).")
+@click.option("--fire", metavar="CODE", help="The fire agency ('' for none).")
+@click.option("--medical", metavar="CODE", help="The medical agency ('' for none).")
+@click.option("--permit", help="The alarm permit number ('' for none).")
+@secret_option(
+    "--duress-code",
+    envvar="ALARMHUB_DURESS_CODE",
+    what="duress code",
+    help="The code a subscriber under threat gives, 3-32 characters; kept only as a hash",
+    ask_when_missing=False,
+    confirm=True,
+)
+@click.option("--clear-duress-code", is_flag=True, help="Remove the account's duress code.")
+@data_dir_option
+@json_option
+@provisioning_errors
+def account_set(
+    account_number: str,
+    police: str | None,
+    fire: str | None,
+    medical: str | None,
+    permit: str | None,
+    duress_code: str | None,
+    clear_duress_code: bool,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Set ACCOUNT's response data: its agencies (codes from 'agency list'), its alarm permit
+    and its duress code. What is not named stays as it was."""
+    from alarmhub.store import response
+
+    if duress_code is not None and clear_duress_code:
+        raise CommandError("give --duress-code or --clear-duress-code, not both")
+    shown = response.set_account_response(
+        open_store(data_dir),
+        account_number,
+        {"police": police, "fire": fire, "medical": medical},
+        permit,
+        response.hash_passcode(duress_code) if duress_code is not None else None,
+        clear_duress_code,
+    )
+    emit(as_json, shown, lambda: click.echo(f"account {account_number} set"))
+
+
 @account.command("list")
 @click.option("--limit", type=click.IntRange(min=1), help="Show at most this many.")
 @data_dir_option

@@ -292,6 +292,16 @@ def permit_problem(permit: str) -> str | None:
     return _text_problem("permit", permit, PERMIT_MAX)
 
 
+def assignment_problem(kind: str, code: str, found: str | None) -> str | None:
+    """Why agency ``code``, of kind ``found`` (None: there is no such agency), cannot be an
+    account's ``kind`` agency, or None when it can."""
+    if found is None:
+        return f"no agency {code!r} (add it with 'agency add')"
+    if found != kind:
+        return f"agency {code!r} is {found}, not {kind}"
+    return None
+
+
 def passcode_problem(passcode: str) -> str | None:
     """Why ``passcode`` cannot be a passcode, or None: 3-32 printable characters."""
     if not PASSCODE_MIN <= len(passcode) <= PASSCODE_MAX or not passcode.isprintable():

@@ -423,10 +423,7 @@ def set_account_response(
                 continue
             if code:
                 found = conn.execute(select(AGENCY.kind).where(AGENCY.code == code)).scalar()
-                if found is None:
-                    raise ProvisioningError(f"no agency {code!r} (add it with 'agency add')")
-                if found != kind:
-                    raise ProvisioningError(f"agency {code!r} is {found}, not {kind}")
+                _checked(rules.assignment_problem(kind, code, found))
             values[kind] = code or None
         if permit is not None:
             _checked(rules.permit_problem(permit))

@@ -9,11 +9,11 @@ with its line number; the other rows of its chunk are kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Table, select, tuple_
+from sqlalchemy import Connection, Table, bindparam, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
@@ -24,6 +24,7 @@ from alarmhub.store.alarm_response import RESPONSE, chunks
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import (
+    ACCOUNT,
     CONTACT,
     ENTRY,
     USER,
@@ -248,3 +249,33 @@ def _append(conn: Connection, entries: list[tuple[str, str, int]]) -> None:
             }
         )
     _upsert(conn, schema.call_list_entry, rows, ["account_number", "list_name", "contact_id"])
+
+
+def set_account_responses(engine: Engine, rows: Sequence[tuple[str, Mapping[str, str]]]) -> None:
+    """Set the agencies (police, fire, medical: codes checked already) and permits of existing
+    accounts, each row only the columns it names; ``""`` clears one. One statement per set of
+    columns, many rows each."""
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    stamp = now_us()
+    for account, values in rows:
+        if values:
+            row: dict[str, Any] = {f"new_{k}": (v.strip() or None) for k, v in values.items()}
+            row.update(number=account, stamp=stamp)
+            by_columns.setdefault(tuple(sorted(values)), []).append(row)
+    if not by_columns:
+        return
+    with write_transaction(engine) as conn:
+        for columns, many in by_columns.items():
+            statement = (
+                update(schema.account)
+                .where(ACCOUNT.account_number == bindparam("number"))
+                .values(
+                    {
+                        **{c: bindparam(f"new_{c}") for c in columns},
+                        "updated_us": bindparam("stamp"),
+                    }
+                )
+            )
+            for chunk in chunks(many):
+                conn.execute(statement, list(chunk))
+        bump_revision(conn, RESPONSE)
