@@ -138,7 +138,10 @@ def measure(
         url = database.create()
         if url is not None:
             env["ALARMHUB_DATABASE_URL"] = url
-        run(["db", "upgrade"], env)  # the schema is not part of any step
+        run(["db", "upgrade"], env)  # neither the schema nor the agencies are part of a step
+        if "account" in steps:
+            for code, kind, name, phone in example_data.agencies():
+                run(["agency", "add", code, "--kind", kind, "--name", name, "--phone", phone], env)
         for kind in steps:
             file = data / FILES[kind]
             where = profile / f"{kind}-{accounts}.prof" if profile else None

@@ -4,8 +4,8 @@
 
 The rows come from ``alarmhub.example_data`` (the demo of ``alarmhub serve --demo`` loads the
 same default set), streamed to the files account by account: 100,000 accounts take a few
-seconds and no more memory than 300. ``--agency-columns`` adds each account's police, fire and
-medical agency and its permit to accounts.csv.
+seconds and no more memory than 300. ``--no-agency-columns`` leaves each account's police, fire
+and medical agency and its permit out of accounts.csv.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accounts", type=int, default=example_data.DEFAULT_ACCOUNTS)
     parser.add_argument("--seed", type=int, default=example_data.DEFAULT_SEED)
     parser.add_argument("--out", type=Path, default=HERE, help="directory (default: examples/)")
-    parser.add_argument("--agency-columns", action="store_true")
+    parser.add_argument("--no-agency-columns", dest="agency_columns", action="store_false")
     args = parser.parse_args(argv)
     if args.accounts < 1:
         parser.error("--accounts must be at least 1")

@@ -83,12 +83,6 @@ def load_examples(engine: Engine) -> dict[str, dict[str, int]]:
                 logging.getLogger("alarmhub.demo").warning(
                     "example rows refused", extra={"kind": kind, "first": refused[0]}
                 )
-    for index in range(1, ACCOUNTS + 1):
-        number, *_, police, fire, medical, permit = example_data.account_rows(index)[
-            "accounts.csv"
-        ][0]
-        agencies = {"police": police, "fire": fire, "medical": medical}
-        response.set_account_response(engine, number, agencies, permit=permit)
     return done
 
 

@@ -225,7 +225,7 @@ def write(
     out: Path,
     accounts: int = DEFAULT_ACCOUNTS,
     seed: int = DEFAULT_SEED,
-    agency_columns: bool = False,
+    agency_columns: bool = True,
 ) -> dict[str, int]:
     """Write the data set of ``accounts`` accounts into the directory ``out`` (made if missing)
     and say how many rows each file has. ``agency_columns`` adds each account's police, fire
