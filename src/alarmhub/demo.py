@@ -1,19 +1,27 @@
 """The clearly labelled demo setup that ``make run`` provisions on a new database only, and its
 removal (``alarmhub demo remove``): its token revoked, its operator disabled, its credentials
-file deleted."""
+file deleted.
+
+The demo's accounts are the fictitious example data set (``examples/``, made by
+``alarmhub.example_data``): 300 accounts on the demo's line mask, with their zones, panel users,
+contacts on call lists and agencies, loaded through the same CSV import as a station's own data.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from alarmhub import example_data
 from alarmhub.clock import now_us
-from alarmhub.core.account import Account
-from alarmhub.store import operator_access, operators, provisioning
+from alarmhub.core.response import Agency, AgencyKind
+from alarmhub.store import operator_access, operators, provisioning, response
 from alarmhub.store import schema as s
 
 DRIVER = "demo"
@@ -23,18 +31,23 @@ TOKEN_NAME = "demo-token"  # noqa: S105 (a name, not a secret)
 SOURCE = "demo-site"
 OPERATOR = "D1"
 CREDENTIALS_FILE = "DEMO-CREDENTIALS.txt"
-ACCOUNTS = (
-    Account("700001", "DEMO Riverside Bakery", "12 Mill Lane", "Springfield", "IL"),
-    Account("700002", "DEMO Harbor Pharmacy", "4 Quay Street", "Springfield", "IL"),
-    Account("700042", "DEMO Oak Primary School", "99 Oak Avenue", "Shelbyville", "IL"),
-)
+ACCOUNTS = example_data.DEFAULT_ACCOUNTS
+FIRST_ACCOUNT = example_data.account_number(1)
+LAST_ACCOUNT = example_data.account_number(ACCOUNTS)
+# what the CSV import loads, in this order (agencies come first, added one by one)
+IMPORTS = {
+    "account": "accounts.csv",
+    "zone": "zones.csv",
+    "user": "users.csv",
+    "contact": "contacts.csv",
+}
 
 
 def provision(engine: Engine, data_dir: Path) -> str:
     """Create the demo driver, dnis line, accounts and token; write and return the credentials."""
     provisioning.add_driver(engine, DRIVER)
     provisioning.add_dnis(engine, DNIS, MASK)
-    provisioning.upsert_accounts(engine, ACCOUNTS)
+    load_examples(engine)
     token = provisioning.create_token(
         engine, TOKEN_NAME, drivers=[DRIVER], pairs=[f"{SOURCE}:{DRIVER}"]
     )
@@ -47,17 +60,44 @@ def provision(engine: Engine, data_dir: Path) -> str:
     return token
 
 
+def load_examples(engine: Engine) -> dict[str, dict[str, int]]:
+    """Load the example data set: its agencies, then its accounts, zones, panel users and
+    contacts through the CSV import; say what each import added, updated and refused."""
+    from alarmhub.cli.csv_import import import_csv
+
+    done: dict[str, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory(prefix="alarmhub-demo-") as tmp:
+        directory = Path(tmp)
+        example_data.write(directory, ACCOUNTS)
+        for code, kind, name, phone in example_data.agencies():
+            response.add_agency(engine, Agency(code, AgencyKind(kind), name, phone))
+        for kind, file in IMPORTS.items():
+            outcome = import_csv(engine, kind, directory / file)
+            refused = outcome["refused"]
+            done[kind] = {
+                "added": outcome["added"],
+                "updated": outcome["updated"],
+                "refused": len(refused),
+            }
+            if refused:
+                logging.getLogger("alarmhub.demo").warning(
+                    "example rows refused", extra={"kind": kind, "first": refused[0]}
+                )
+    return done
+
+
 def credentials_text(token: str, password: str) -> str:
     lines = [
         "DEMO SETUP (for trying alarmhub; remove it before real use: alarmhub demo remove)",
         f"  driver        {DRIVER}",
         f"  dnis          {DNIS} with line mask {MASK} (panel 0042 -> account 700042)",
-        "  accounts      " + ", ".join(a.account_number for a in ACCOUNTS),
+        f"  accounts      {FIRST_ACCOUNT}-{LAST_ACCOUNT}, fictitious, with zones, panel users, "
+        "contacts and agencies",
         f"  bearer token  {token}   (name {TOKEN_NAME})",
         f"  heartbeat     {SOURCE}:{DRIVER}",
         f"  console       operator {OPERATOR} (a supervisor), password {password}  at /console",
         f"  try it        ALARMHUB_TOKEN={token} .venv/bin/alarmhub send "
-        f"{SOURCE}:{DRIVER} --dnis {DNIS} --panel 0042 --code E130 --zone 015",
+        f"{SOURCE}:{DRIVER} --dnis {DNIS} --panel 0042 --code E110 --zone 015   (KITCHEN SMOKE)",
     ]
     return "\n".join(lines) + "\n"
 
