@@ -326,13 +326,19 @@ def import_csv(
     fmt = FORMATS.get(kind)
     if fmt is None:
         raise ProvisioningError(f"no import of {kind!r} (one of {', '.join(FORMATS)})")
+    from alarmhub.store.response_import import refresh_statistics
+
     added = updated = 0
     refused: list[dict[str, Any]] = []
-    for lines_read, lines in _chunks(fmt, path, refused):
+    next_refresh = 1
+    for chunk, (lines_read, lines) in enumerate(_chunks(fmt, path, refused), start=1):
         if lines:
             more_added, more_updated, more_refused = fmt.store(engine, lines)
             added, updated = added + more_added, updated + more_updated
             refused.extend(more_refused)
+        if chunk == next_refresh:  # after chunks 1, 2, 4, 8...: the tables' size, within 2x
+            refresh_statistics(engine, kind)
+            next_refresh *= 2
         if on_progress is not None:
             on_progress(lines_read)
     refused.sort(key=lambda r: int(r["line"]))
