@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 import pytest
+from sqlalchemy import create_engine
 
 from alarmhub.cli import contacts, csv_import
 from alarmhub.cli.csv_import import FORMATS, CsvFormat, import_csv, order_of
@@ -120,7 +121,7 @@ def test_reading_reports_bad_rows_by_line_and_chunks_the_good_ones(
         "A1,2,B\nA1,3,C,extra\nA1,4\nA1,5,E\n"
     )
     seen: list[int] = []
-    result = import_csv(None, "user", path, seen.append)  # type: ignore[arg-type]
+    result = import_csv(create_engine("sqlite://"), "user", path, seen.append)  # never opened
     assert stored == [[2, 7], [10]]  # a quoted field's newline counts, the blank line is skipped
     assert seen == [6, 9]  # lines read after the header
     assert result == {
