@@ -12,8 +12,9 @@ half of them first, so the screen also reads calls.
 
 Setting: a fresh temporary data directory (SQLite) provisioned with the real CLI; the example
 data set (``alarmhub.example_data``: 3 contacts on call lists and about 8 zones an account) of
-``--accounts`` accounts imported with ``import_csv``; the node is ``alarmhub serve`` in a process
-of its own; this script and the node share the machine. Target: p99 under 100 ms.
+``--accounts`` accounts loaded as the demo loads it (``import_csv``); the node is ``alarmhub
+serve`` in a process of its own; this script and the node share the machine. Target: p99 under
+100 ms.
 
     .venv/bin/python bench/alarm_screen.py [--accounts 100000] [--alarms 200] [--opens 5]
 """
@@ -34,8 +35,7 @@ from typing import Any
 
 import httpx
 
-from alarmhub import example_data
-from alarmhub.cli.csv_import import import_csv
+from alarmhub import demo, example_data
 from alarmhub.store import operators
 from alarmhub.store.engine import open_engine
 from console_latency import (
@@ -55,26 +55,19 @@ DNIS = "4321"
 MASK = "7"  # a prefix: panel 00042 is account 700042, panel 0010000 is 70010000
 
 
-def provision(data_dir: Path, accounts: int, scratch: Path) -> tuple[str, list[str]]:
+def provision(data_dir: Path, accounts: int) -> tuple[str, list[str]]:
     """Driver, token, dnis, the example data set, an operator; the token and the accounts."""
     alarmhub(data_dir, "driver", "add", DRIVER)
     token = json.loads(
         alarmhub(data_dir, "token", "create", "--name", "bench", "--driver", DRIVER, "--json")
     )["token"]
     alarmhub(data_dir, "dnis", "add", DNIS, "--mask", MASK)
-    example_data.write(scratch, accounts)
     engine = open_engine(f"sqlite:///{data_dir / 'alarmhub.db'}")
     try:
         started = time.perf_counter()
-        for kind, name in (
-            ("account", "accounts.csv"),
-            ("zone", "zones.csv"),
-            ("user", "users.csv"),
-            ("contact", "contacts.csv"),
-        ):
-            result = import_csv(engine, kind, scratch / name)
-            if result["refused"]:
-                raise SystemExit(f"{name}: {len(result['refused'])} rows refused")
+        for kind, done in demo.load_examples(engine, accounts).items():
+            if done["refused"]:
+                raise SystemExit(f"{kind}: {done['refused']} rows refused")
         print(f"imported {accounts:,} accounts in {time.perf_counter() - started:.1f} s")
         operators.add_operator(engine, OPERATOR, "Bench Operator", "operator", PASSWORD)
     finally:
@@ -96,8 +89,8 @@ def sign_in(client: httpx.Client) -> str:
     return html.unescape(re.search(r'name="csrf-token" content="([^"]+)"', page).group(1))  # type: ignore[union-attr]
 
 
-def run(args: argparse.Namespace, data_dir: Path, scratch: Path) -> dict[str, Any]:
-    token, numbers = provision(data_dir, args.accounts, scratch)
+def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    token, numbers = provision(data_dir, args.accounts)
     port = free_port()
     node = start_node(data_dir, port, data_dir / "node.log")
     rng = random.Random(7)
@@ -177,11 +170,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-screen-"))
-    scratch = Path(tempfile.mkdtemp(prefix="alarmhub-screen-data-"))
     try:
-        print(json.dumps(run(args, data_dir, scratch), indent=2))
+        print(json.dumps(run(args, data_dir), indent=2))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
         if args.keep:
             print(f"data directory kept: {data_dir}", file=sys.stderr)
         else:

@@ -60,15 +60,16 @@ def provision(engine: Engine, data_dir: Path) -> str:
     return token
 
 
-def load_examples(engine: Engine) -> dict[str, dict[str, int]]:
-    """Load the example data set: its agencies, then its accounts, zones, panel users and
-    contacts through the CSV import; say what each import added, updated and refused."""
+def load_examples(engine: Engine, accounts: int = ACCOUNTS) -> dict[str, dict[str, int]]:
+    """Load the example data set (of ``accounts`` accounts): its agencies, then its accounts,
+    zones, panel users and contacts through the CSV import; say what each import added,
+    updated and refused."""
     from alarmhub.cli.csv_import import import_csv
 
     done: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="alarmhub-demo-") as tmp:
         directory = Path(tmp)
-        example_data.write(directory, ACCOUNTS)
+        example_data.write(directory, accounts)
         for code, kind, name, phone in example_data.agencies():
             response.add_agency(engine, Agency(code, AgencyKind(kind), name, phone))
         for kind, file in IMPORTS.items():
