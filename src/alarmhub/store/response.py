@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, func, insert, select, update
+from sqlalchemy import Connection, Table, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
@@ -218,28 +218,70 @@ def contact_values(contact: Contact) -> dict[str, Any]:
     return values
 
 
-def _place(conn: Connection, account: str, contact_id: int, where: Placement) -> None:
-    """Put a contact on a call list; an order already taken moves those from it down one."""
-    on_list = (ENTRY.account_number == account) & (ENTRY.list_name == where.list_name)
-    conn.execute(delete(schema.call_list_entry).where(on_list, ENTRY.contact_id == contact_id))
-    if where.order is None:
-        last = conn.execute(select(func.max(ENTRY.position)).where(on_list)).scalar()
-        position = int(last or 0) + 1
-    else:
-        position = where.order
-        conn.execute(
-            update(schema.call_list_entry)
-            .where(on_list, ENTRY.position >= position)
-            .values(position=ENTRY.position + 1)
-        )
+def _list_of(conn: Connection, account: str, list_name: str) -> list[int]:
+    """The contacts of a call list in calling order."""
+    return [
+        int(contact_id)
+        for contact_id in conn.execute(
+            select(ENTRY.contact_id)
+            .where(ENTRY.account_number == account, ENTRY.list_name == list_name)
+            .order_by(ENTRY.position, ENTRY.contact_id)
+        ).scalars()
+    ]
+
+
+def _write_list(conn: Connection, account: str, list_name: str, contacts: list[int]) -> None:
+    """Keep a call list as ``contacts``, numbered 1, 2, 3... in that order."""
     conn.execute(
-        insert(schema.call_list_entry).values(
-            account_number=account,
-            list_name=where.list_name,
-            contact_id=contact_id,
-            position=position,
+        delete(schema.call_list_entry).where(
+            ENTRY.account_number == account, ENTRY.list_name == list_name
         )
     )
+    if contacts:
+        conn.execute(
+            insert(schema.call_list_entry),
+            [
+                {
+                    "account_number": account,
+                    "list_name": list_name,
+                    "contact_id": contact_id,
+                    "position": position,
+                }
+                for position, contact_id in enumerate(contacts, start=1)
+            ],
+        )
+
+
+def _place(conn: Connection, account: str, contact_id: int, where: Placement) -> None:
+    """Put a contact on a call list at its order (last when none): those from that order on
+    move down one."""
+    contacts = [c for c in _list_of(conn, account, where.list_name) if c != contact_id]
+    at = len(contacts) if where.order is None else min(where.order - 1, len(contacts))
+    contacts.insert(at, contact_id)
+    _write_list(conn, account, where.list_name, contacts)
+
+
+def _take_off(conn: Connection, account: str, contact_id: int, list_names: Iterable[str]) -> None:
+    """Take a contact off call lists; those after it move up one."""
+    for name in list_names:
+        contacts = _list_of(conn, account, name)
+        if contact_id in contacts:
+            contacts.remove(contact_id)
+            _write_list(conn, account, name, contacts)
+
+
+def _name_free(conn: Connection, account: str, name: str, but: int | None = None) -> None:
+    """Refuse a contact name the account already gives another contact (``but`` excepted)."""
+    taken = select(CONTACT.contact_id).where(
+        CONTACT.account_number == account, CONTACT.name == name
+    )
+    if but is not None:
+        taken = taken.where(CONTACT.contact_id != but)
+    if conn.execute(taken).first():
+        raise ProvisioningError(
+            f"account {account!r} already has a contact named {name!r}"
+            + ("" if but is not None else " (change it with 'contact update')")
+        )
 
 
 def add_contact(
@@ -254,15 +296,7 @@ def add_contact(
     values = contact_values(contact)
     with write_transaction(engine) as conn:
         _need_account(conn, contact.account_number)
-        if conn.execute(
-            select(CONTACT.contact_id).where(
-                CONTACT.account_number == contact.account_number, CONTACT.name == values["name"]
-            )
-        ).first():
-            raise ProvisioningError(
-                f"account {contact.account_number!r} already has a contact named "
-                f"{values['name']!r} (change it with 'contact update')"
-            )
+        _name_free(conn, contact.account_number, values["name"])
         contact_id = conn.execute(
             insert(schema.contact)
             .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
@@ -306,24 +340,9 @@ def update_contact(
         values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
         if passcode_hash is not None or clear_passcode:
             values["passcode_hash"] = passcode_hash
-        try:
-            conn.execute(
-                update(schema.contact).where(CONTACT.contact_id == contact_id).values(values)
-            )
-        except Exception as exc:  # the unique (account, name): another contact has the name
-            if "unique" in str(exc).lower():
-                raise ProvisioningError(
-                    f"account {account_number!r} already has a contact named {contact.name!r}"
-                ) from None
-            raise
-        for name in off_lists:
-            conn.execute(
-                delete(schema.call_list_entry).where(
-                    ENTRY.account_number == account_number,
-                    ENTRY.list_name == rules.call_list_name(name),
-                    ENTRY.contact_id == contact_id,
-                )
-            )
+        _name_free(conn, account_number, values["name"], contact_id)
+        conn.execute(update(schema.contact).where(CONTACT.contact_id == contact_id).values(values))
+        _take_off(conn, account_number, contact_id, [rules.call_list_name(n) for n in off_lists])
         for where in lists:
             _place(conn, account_number, contact_id, where)
         bump_revision(conn, RESPONSE)
@@ -332,11 +351,12 @@ def update_contact(
 
 def remove_contact(engine: Engine, account_number: str, contact_id: int) -> None:
     with write_transaction(engine) as conn:
-        conn.execute(
-            delete(schema.call_list_entry).where(
+        on_lists = conn.execute(
+            select(ENTRY.list_name).where(
                 ENTRY.account_number == account_number, ENTRY.contact_id == contact_id
             )
-        )
+        ).scalars()
+        _take_off(conn, account_number, contact_id, list(on_lists))
         gone = conn.execute(
             delete(schema.contact).where(
                 CONTACT.account_number == account_number, CONTACT.contact_id == contact_id
