@@ -29,9 +29,9 @@ from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook, QueryAuth, Refused
-from tests.e2e.test_xm_http import PARAMS, PATH, hmac_headers, new_nonce, sha1_headers
 from tests.support.database import database_url, db_rows, drop_database, new_database
 from tests.support.processes import Runner, Server, Station, cli, provision, wait_for
+from tests.support.xm_signing import PARAMS, PATH, hmac_headers, new_nonce, sha1_headers
 
 # the database matters to these attacks: they run on SQLite and on PostgreSQL
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
@@ -64,7 +64,7 @@ class Hub:
 
     def ask(self, method: str, **fields: str) -> httpx.Response:
         form = {"*setMethod": method, **fields}
-        return self.send(form, sha1_headers(username=USER, password=PASSWORD))
+        return self.send(form, sha1_headers(USER, PASSWORD))
 
     def metric(self, name: str, labels: str) -> float:
         text = httpx.get(f"{self.server.url}/metrics", timeout=10).text
@@ -153,7 +153,7 @@ def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(hub: Hub) -
         for _ in range(64):
             yield b"x" * 16384  # 1 MiB in all, never complete
 
-    headers = sha1_headers(username=USER, password=PASSWORD)
+    headers = sha1_headers(USER, PASSWORD)
     headers["Content-Type"] = "multipart/form-data; boundary=b"
     answer = httpx.post(hub.url, params=PARAMS, content=chunks(), headers=headers, timeout=30)
     assert answer.status_code == 413, answer.text
@@ -166,11 +166,11 @@ def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(hub: Hub) -
 def test_an_hmac_request_over_the_limit_is_413(hub: Hub) -> None:
     """hmac-sha256 signs the form, so its body is read (bounded) before the digest is checked."""
     form = big_form(70_000)
-    headers = hmac_headers(form, username=HMAC_USER, password=HMAC_PASSWORD)
+    headers = hmac_headers(form, HMAC_USER, HMAC_PASSWORD)
     answer = hub.send(form, headers)
     assert answer.status_code == 413, answer.text
     small = {"*setMethod": "XMAPEND", "SOURCE": "DATAENTRY"}
-    ok = hub.send(small, hmac_headers(small, username=HMAC_USER, password=HMAC_PASSWORD))
+    ok = hub.send(small, hmac_headers(small, HMAC_USER, HMAC_PASSWORD))
     assert ok.status_code == 200, ok.text
 
 
@@ -180,7 +180,7 @@ def test_an_hmac_request_over_the_limit_is_413(hub: Hub) -> None:
 def test_a_replayed_nonce_is_refused_before_the_query_runs(hub: Hub) -> None:
     """Before: the query ran beside the nonce's claim, and only its answer was withheld."""
     form = {"*setMethod": "XMAINPRO"}
-    headers = sha1_headers(username=USER, password=PASSWORD)
+    headers = sha1_headers(USER, PASSWORD)
     ran = hub.metric("alarmhub_queries", 'method="XMAINPRO"')
     assert hub.send(form, headers).status_code == 200
     assert hub.metric("alarmhub_queries", 'method="XMAINPRO"') == ran + 1
@@ -353,7 +353,7 @@ def test_two_nodes_claiming_nonces_at_once_never_answer_500(
         # the same nonce to both nodes at once, 40 times: one 200 and one 401 each time
         with httpx.Client() as client:
             for _ in range(40):
-                headers = sha1_headers(username=USER, password=PASSWORD)
+                headers = sha1_headers(USER, PASSWORD)
                 start = threading.Barrier(2)
                 pair_before = len(statuses)
 
@@ -378,7 +378,7 @@ def test_two_nodes_claiming_nonces_at_once_never_answer_500(
             with httpx.Client() as own:
                 for i in range(15):
                     node = nodes[(n + i) % 2]
-                    send(node, sha1_headers(username=USER, password=PASSWORD), own)
+                    send(node, sha1_headers(USER, PASSWORD), own)
 
         threads = [threading.Thread(target=burst, args=(n,)) for n in range(12)]
         for t in threads:

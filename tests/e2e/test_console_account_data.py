@@ -16,7 +16,8 @@ from sqlalchemy import select
 from alarmhub.core.response import Agency, AgencyKind
 from alarmhub.store import operators, passcodes, response
 from alarmhub.store import schema as s
-from tests.e2e.test_console_http import PASSWORD, Console, Hub, provision_console, refused
+from tests.support.console_client import PASSWORD, Console
+from tests.support.console_station import Hub, provision_console, refused
 from tests.support.processes import Server, Station
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")

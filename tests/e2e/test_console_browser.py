@@ -12,39 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Page, expect
 from sqlalchemy import update
 
 from alarmhub.clock import now_us
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
-from tests.e2e.test_console_http import PASSWORD, Hub, provision_console
-from tests.support.processes import ROOT, Server, Station, cli
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SHOTS = ROOT / "artifacts" / "console"
-WAIT_MS = 10_000  # generous deadlines for what the live feed brings; never a timing assertion
-expect.set_options(timeout=WAIT_MS)  # page.set_default_timeout does not reach expect()
-
-
-def launch(playwright: Playwright) -> Browser:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium package "
-            "(apt-get install -y chromium; .ci/run does it) to run the browser tests",
-            pytrace=False,
-        )
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+from tests.support.browser import WAIT_MS, open_page, shot, watch_problems
+from tests.support.console_client import PASSWORD
+from tests.support.console_station import Hub, provision_console
+from tests.support.processes import Server, Station, cli
 
 
 @pytest.fixture
@@ -62,33 +39,8 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
 
 @pytest.fixture
 def page(hub: Hub) -> Iterator[Page]:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            context = browser.new_context(viewport={"width": 1600, "height": 1000})
-            page = context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            yield page
-        finally:
-            browser.close()  # before the server stops: its event stream ends with it
-
-
-def shot(page: Page, name: str) -> None:
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
-
-
-def watch_problems(page: Page) -> list[str]:
-    """The errors a page logs or throws, as they happen (a test ends asserting there were none)."""
-    problems: list[str] = []
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error":
-            problems.append(message.text)
-
-    page.on("console", on_console)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    return problems
+    with open_page() as page:
+        yield page
 
 
 def test_an_alarm_from_signal_to_resolution_in_the_browser(hub: Hub, page: Page) -> None:

@@ -12,13 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone, PhoneKind, Zone
 from alarmhub.store import operators
 from alarmhub.store import response as data
-from tests.e2e.test_console_browser import SHOTS, WAIT_MS, launch, shot, watch_problems
-from tests.e2e.test_console_http import PASSWORD, Hub, provision_console
+from tests.support.browser import SHOTS, open_page, shot, watch_problems
+from tests.support.console_client import PASSWORD
+from tests.support.console_station import Hub, provision_console
 from tests.support.processes import Server, Station, cli
 
 ACCOUNT = "700007"
@@ -57,16 +58,8 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
 
 @pytest.fixture
 def page(hub: Hub) -> Iterator[Page]:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            context = browser.new_context(viewport={"width": 1600, "height": 1000})
-            page = context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            yield page
-        finally:
-            browser.close()
+    with open_page() as page:
+        yield page
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:

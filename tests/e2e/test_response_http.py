@@ -27,7 +27,7 @@ from tests.support.console_client import PASSWORD, Console
 from tests.support.database import database_url
 from tests.support.in_process import InProcessStation, in_process_node
 from tests.support.processes import cli, provision, wait_for
-from tests.support.xm_signing import sha1_headers
+from tests.support.xm_signing import PARAMS, PATH, sha1_headers
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -37,7 +37,6 @@ SHOP = "700002"  # one contact on PRIMARY only
 BARE = "700003"  # no response data at all
 API_USER, API_PASSWORD = "integrator", "integrator-secret-1"
 PASSCODE, DURESS_CODE = "bluebird", "redfox"
-XM_PATH, XM_PARAMS = "/rest/rest.php", {"dataSource": "methods", "*view": "xmsubmit"}
 DEADLINE_S = 20
 Row = dict[str, Any]
 OPERATORS = {"OP1": "operator", "OP2": "operator", "SUP": "supervisor"}
@@ -81,7 +80,7 @@ class Hub:
         form = {"*setMethod": method, **fields}
         parts = {name: (None, value) for name, value in form.items()}
         answer = self.station.client.post(
-            XM_PATH, params=XM_PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
+            PATH, params=PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
         )
         assert answer.status_code == 200, answer.text
         return dict(answer.json())

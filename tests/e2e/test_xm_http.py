@@ -40,12 +40,18 @@ from tests.support import xm_signing as signing
 from tests.support.database import database_url
 from tests.support.in_process import AnyStation, InProcessStation, in_process_node
 from tests.support.processes import Server, Station, cli, provision, wait_for
-from tests.support.xm_signing import APPKEY, HEADER_NAMES, new_nonce, published_sha1, svc_headers
+from tests.support.xm_signing import (
+    APPKEY,
+    HEADER_NAMES,
+    PARAMS,
+    PATH,
+    new_nonce,
+    published_sha1,
+    svc_headers,
+)
 
 ZONE_NAME = "Asia/Kolkata"
 ZONE = ZoneInfo(ZONE_NAME)
-PATH = "/rest/rest.php"
-PARAMS = {"dataSource": "methods", "*view": "xmsubmit"}
 USER, PASSWORD = "documentation", "secretpassword"
 HMAC_USER, HMAC_PASSWORD = "hmacclient", "hmac-only-secret"
 DNIS, MASK = "C1", "70####"
@@ -136,10 +142,7 @@ def hmac_headers(
     password: str = HMAC_PASSWORD,
     nonce: str | None = None,
 ) -> dict[str, str]:
-    date = digest.date_header()
-    nonce = nonce or new_nonce()
-    signed = digest.hmac_digest(APPKEY, username, date, nonce, password, form.items())
-    return svc_headers(APPKEY, username, date, nonce, signed)
+    return signing.hmac_headers(form, username, password, nonce=nonce)
 
 
 def local(unix_us: int) -> datetime:
