@@ -13,7 +13,7 @@ from typing import Any
 
 from alarmhub.core import errors
 from tests.support.database import on_postgres
-from tests.support.processes import Station, cli, cli_json, free_port
+from tests.support.processes import Station, as_dict, as_list, cli, cli_json, free_port
 
 SUCCESS = {"status_code": 200, "status": "success"}
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43,}")
@@ -34,16 +34,6 @@ def run_all(data_dir: Path, calls: list[tuple[str, ...]]) -> list[subprocess.Com
     SQLite's busy timeout queues any writers among them."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda args: cli(data_dir, *args, check=False), calls))
-
-
-def as_list(value: object) -> list[dict[str, Any]]:
-    assert isinstance(value, list)
-    return value
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    assert isinstance(value, dict)
-    return value
 
 
 # db ------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from alarmhub.cli.csv_import import FORMATS, import_csv
 from alarmhub.store import engine as store_engine
 from tests.support.database import database_url, db_rows
-from tests.support.processes import cli, cli_json
+from tests.support.processes import as_dict, as_list, cli, cli_json
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -36,16 +36,6 @@ def fails(result: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert result.stdout.strip() == ""
     return lines[0]
-
-
-def as_list(value: object) -> list[dict[str, Any]]:
-    assert isinstance(value, list)
-    return value
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    assert isinstance(value, dict)
-    return value
 
 
 def station(data_dir: Path, *accounts: str) -> Path:

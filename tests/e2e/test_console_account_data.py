@@ -17,8 +17,7 @@ from alarmhub.core.response import Agency, AgencyKind
 from alarmhub.store import operators, passcodes, response
 from alarmhub.store import schema as s
 from tests.support.console_client import PASSWORD, Console
-from tests.support.console_station import Hub, provision_console, refused
-from tests.support.processes import Server, Station
+from tests.support.console_station import Hub, provision_console, refused, served
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -49,17 +48,8 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
         ("SEMS", AgencyKind.MEDICAL, "Springfield EMS"),
     ):
         response.add_agency(engine, Agency(code, kind, name, "555-0199"))
-    server = Server(data_dir).start()
-    hub = Hub(Station(server, token, data_dir), engine)
-    try:
+    with served(data_dir, token, engine, [PASSCODE, DURESS]) as hub:
         yield hub
-    finally:
-        for console in hub.consoles:
-            console.close()
-        engine.dispose()
-        log = server.log()
-        assert server.stop() == 0, log
-        assert PASSCODE not in log and DURESS not in log, "a passcode reached the log"
 
 
 @pytest.fixture(scope="module")

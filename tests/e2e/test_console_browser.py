@@ -20,21 +20,16 @@ from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
 from tests.support.browser import WAIT_MS, open_page, shot, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console
-from tests.support.processes import Server, Station, cli
+from tests.support.console_station import Hub, provision_console, served
+from tests.support.processes import cli
 
 
 @pytest.fixture
 def hub(tmp_path: Path) -> Iterator[Hub]:
     data_dir = tmp_path / "station"
     token, engine = provision_console(data_dir)
-    server = Server(data_dir).start()
-    hub = Hub(Station(server, token, data_dir), engine)
-    try:
+    with served(data_dir, token, engine) as hub:
         yield hub
-    finally:
-        engine.dispose()
-        assert server.stop() == 0, server.log()
 
 
 @pytest.fixture

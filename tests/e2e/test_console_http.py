@@ -28,24 +28,17 @@ from tests.support.console_station import (
     Hub,
     provision_console,
     refused,
+    served,
 )
-from tests.support.processes import Server, Station, wait_for
+from tests.support.processes import wait_for
 
 
 @pytest.fixture(scope="module")
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     data_dir = tmp_path_factory.mktemp("console")
     token, engine = provision_console(data_dir)
-    server = Server(data_dir).start()
-    hub = Hub(Station(server, token, data_dir), engine)
-    try:
+    with served(data_dir, token, engine) as hub:
         yield hub
-    finally:
-        for console in hub.consoles:
-            console.close()
-        engine.dispose()
-        assert server.stop() == 0, server.log()
-        assert "correct-horse" not in server.log(), "a password reached the log"
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,8 @@ from alarmhub.store import operators
 from alarmhub.store import response as data
 from tests.support.browser import SHOTS, open_page, shot, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console
-from tests.support.processes import Server, Station, cli
+from tests.support.console_station import Hub, provision_console, served
+from tests.support.processes import cli
 
 ACCOUNT = "700007"
 PASSCODE = "blue-heron"
@@ -46,14 +46,8 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     data.add_agency(engine, Agency("SPD", AgencyKind.POLICE, "Springfield Police", "555-0911"))
     data.add_agency(engine, Agency("SFD", AgencyKind.FIRE, "Springfield Fire", "555-0912"))
     data.set_account_response(engine, ACCOUNT, {"police": "SPD", "fire": "SFD"}, "P-2024-117")
-    server = Server(data_dir).start()
-    hub = Hub(Station(server, token, data_dir), engine)
-    try:
+    with served(data_dir, token, engine, [PASSCODE]) as hub:
         yield hub
-    finally:
-        engine.dispose()
-        assert server.stop() == 0, server.log()
-        assert PASSCODE not in server.log(), "a passcode reached the log"
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ with the password ``PASSWORD``), and the ``Hub`` that posts signals and reads th
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from alarmhub.store import operator_access, operators, queries
 from alarmhub.store.engine import open_engine
 from tests.support.console_client import PASSWORD, SUCCESS, Console, Row
 from tests.support.database import database_url
-from tests.support.processes import Station, cli, provision, wait_for
+from tests.support.processes import Server, Station, cli, provision, wait_for
 
 DNIS = "C1"
 MASK = "70####"
@@ -113,3 +115,24 @@ class Hub:
         with self.engine.connect() as conn:
             events = queries.alarm_detail(conn, alarm_id)["events"]
         return [e["type"] for e in events if e["pr_checksum"] == "OPERATOR"]
+
+
+@contextmanager
+def served(
+    data_dir: Path, token: str, engine: Engine, secrets: Sequence[str] = ()
+) -> Iterator[Hub]:
+    """A ``Hub`` on a real ``alarmhub serve`` of ``data_dir`` until the block ends; then its
+    consoles closed, the server stopped cleanly, and none of ``secrets`` (or the operators'
+    password) in its log."""
+    server = Server(data_dir).start()
+    hub = Hub(Station(server, token, data_dir), engine)
+    try:
+        yield hub
+    finally:
+        for console in hub.consoles:
+            console.close()
+        engine.dispose()
+        log = server.log()
+        assert server.stop() == 0, log
+        for secret in (PASSWORD, *secrets):
+            assert secret not in log, "a password or passcode reached the log"

@@ -306,3 +306,15 @@ class Runner:
 
     async def run(self, work: Callable[[Connection], Any]) -> Any:
         return await asyncio.to_thread(operations.run, self.engine, work)
+
+
+def as_list(value: object) -> list[dict[str, Any]]:
+    """A JSON answer that must be an array (of objects)."""
+    assert isinstance(value, list)
+    return value
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """A JSON answer that must be an object."""
+    assert isinstance(value, dict)
+    return value
