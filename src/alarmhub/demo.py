@@ -34,6 +34,7 @@ CREDENTIALS_FILE = "DEMO-CREDENTIALS.txt"
 ACCOUNTS = example_data.DEFAULT_ACCOUNTS
 FIRST_ACCOUNT = example_data.account_number(1)
 LAST_ACCOUNT = example_data.account_number(ACCOUNTS)
+TRY_ACCOUNT = example_data.account_number(42)  # the account of the "try it" signal
 # what the CSV import loads, in this order (agencies come first, added one by one)
 IMPORTS = {
     "account": "accounts.csv",
@@ -53,11 +54,30 @@ def provision(engine: Engine, data_dir: Path) -> str:
     )
     password = secrets.token_urlsafe(9)
     operators.add_operator(engine, OPERATOR, "DEMO Operator", "supervisor", password)
+    codes = passcodes(engine)
     path = data_dir / CREDENTIALS_FILE
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        fh.write(credentials_text(token, password))
+        fh.write(credentials_text(token, password, codes))
     return token
+
+
+def passcodes(engine: Engine) -> tuple[str, str, str]:
+    """Give the first contact of the "try it" account's PRIMARY list a passcode, and the
+    account a duress code, both random, so that the passcode check can be tried; the contact's
+    name, the passcode and the duress code."""
+    contacts = response.list_contacts(engine, TRY_ACCOUNT)
+    first = next(c for c in contacts if {"name": "PRIMARY", "order": 1} in c["lists"])
+    passcode, duress = (f"{secrets.randbelow(10_000):04d}" for _ in range(2))
+    while duress == passcode:
+        duress = f"{secrets.randbelow(10_000):04d}"
+    response.update_contact(
+        engine, TRY_ACCOUNT, first["id"], {}, passcode_hash=response.hash_passcode(passcode)
+    )
+    response.set_account_response(
+        engine, TRY_ACCOUNT, {}, duress_hash=response.hash_passcode(duress)
+    )
+    return first["name"], passcode, duress
 
 
 def load_examples(engine: Engine, accounts: int = ACCOUNTS) -> dict[str, dict[str, int]]:
@@ -87,7 +107,8 @@ def load_examples(engine: Engine, accounts: int = ACCOUNTS) -> dict[str, dict[st
     return done
 
 
-def credentials_text(token: str, password: str) -> str:
+def credentials_text(token: str, password: str, codes: tuple[str, str, str]) -> str:
+    name, passcode, duress = codes
     lines = [
         "DEMO SETUP (for trying alarmhub; remove it before real use: alarmhub demo remove)",
         f"  driver        {DRIVER}",
@@ -99,6 +120,8 @@ def credentials_text(token: str, password: str) -> str:
         f"  console       operator {OPERATOR} (a supervisor), password {password}  at /console",
         f"  try it        ALARMHUB_TOKEN={token} .venv/bin/alarmhub send "
         f"{SOURCE}:{DRIVER} --dnis {DNIS} --panel 0042 --code E110 --zone 015   (KITCHEN SMOKE)",
+        f"  passcodes     account {TRY_ACCOUNT}: {name}'s passcode {passcode}; "
+        f"its duress code {duress} (answers verified, and raises a DURESS alarm)",
     ]
     return "\n".join(lines) + "\n"
 

@@ -43,6 +43,11 @@ def test_the_demo_loads_the_example_data_and_its_signals_name_their_zones(
             "SELECT police, fire, medical, permit FROM account WHERE account_number = ?",
             "700042",
         )[0]
+        hashes = db_rows(
+            tmp_path,
+            "SELECT c.name, c.passcode_hash, a.duress_hash FROM contact c JOIN account a "
+            "ON a.account_number = c.account_number WHERE c.passcode_hash IS NOT NULL",
+        )
         text = (tmp_path / "DEMO-CREDENTIALS.txt").read_text()
         token = re.search(r"bearer token\s+(\S+)", text)
         assert token, text
@@ -78,3 +83,14 @@ def test_the_demo_loads_the_example_data_and_its_signals_name_their_zones(
     assert (account["police"], account["fire"], account["medical"]) == (police, fire, medical)
     assert account["permit"] == (permit or None)
     assert alarm[0]["hist_text"] == "FIRE ZONE 015 KITCHEN SMOKE"
+    # one contact of the "try it" account has a passcode, the account a duress code: both
+    # printed for trying the check, both kept only as Argon2 hashes
+    codes = re.search(r"700042: (.+)'s passcode (\d{4}); its duress code (\d{4})", text)
+    assert codes, text
+    (row,) = hashes
+    assert row["name"] == codes.group(1) == primary[0]
+    for hashed, code in (
+        (row["passcode_hash"], codes.group(2)),
+        (row["duress_hash"], codes.group(3)),
+    ):
+        assert hashed.startswith("$argon2") and code not in hashed
