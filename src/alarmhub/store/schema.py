@@ -90,6 +90,7 @@ account = Table(
     Column("medical", String(16), nullable=True),
     Column("permit", String(40), nullable=True),
     Column("duress_hash", String(200), nullable=True),
+    Column("phone", String(20), nullable=True),  # the premises, the first call of many plans
 )
 
 signal = Table(
@@ -347,6 +348,61 @@ call_attempt = Table(
 """The calls an operator made for an alarm, with whom and how each ended: the alarm screen
 marks who has been tried (the history record of each call says it in words)."""
 Index("ix_call_attempt_alarm", call_attempt.c.alarm_id)
+
+# alarm handling (decisions section 8) -------------------------------------------------------
+
+plan_step = Table(
+    "plan_step",
+    metadata,
+    Column("alarm_type", String(5), nullable=False),
+    Column("account_number", String(9), nullable=False),
+    Column("zone", String(3), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("agency", String(8), nullable=False, server_default=""),
+    Column("required", Boolean, nullable=False),
+    Column("text", String(200), nullable=False, server_default=""),
+    PrimaryKeyConstraint("alarm_type", "account_number", "zone", "position"),
+)
+"""The station's action plans, which replace the shipped ones: the steps of an alarm TYPE's plan
+in order, for every account (``account_number`` and ``zone`` empty), for one account (``zone``
+empty), or for one zone of one account."""
+
+type_handling = Table(
+    "type_handling",
+    metadata,
+    Column("alarm_type", String(5), primary_key=True),
+    Column("ecv", Boolean, nullable=True),
+    Column("storm_since_us", BigInteger, nullable=True),
+    Column("storm_by", String(3), nullable=True),
+    Column("updated_us", BigInteger, nullable=False),
+)
+"""How the alarms of a TYPE are handled, where the station changed it: enhanced call
+verification before a dispatch (NULL: the shipped rule), and storm mode since when and by whom."""
+
+dispatch = Table(
+    "dispatch",
+    metadata,
+    Column(
+        "dispatch_id",
+        BigInteger().with_variant(Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("alarm_id", BigInteger, nullable=False),
+    Column("account_number", String(9), nullable=False),
+    Column("agency", String(8), nullable=False),
+    Column("agency_code", String(16), nullable=True),
+    Column("avs", Integer, nullable=False),
+    Column("reference", String(40), nullable=False, server_default=""),
+    Column("opr", String(3), nullable=False),
+    Column("at_us", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+"""Agencies dispatched for alarms: which (police, fire, medical, and the account's agency of that
+kind), the AVS-01 level the operator assigned, the agency's reference, who and when."""
+Index("ix_dispatch_alarm", dispatch.c.alarm_id)
+Index("ix_dispatch_time", dispatch.c.at_us)
 
 # operators ---------------------------------------------------------------------------------
 
