@@ -7,8 +7,9 @@ makes when an operator opens an alarm (the alarm, its account, its events, the a
 history, its response data: the call list of the alarm's type with the calls made to each
 contact, the zone, the agencies and permit; and its action plan with where its steps stand),
 timed by an HTTP client on the same machine with a signed-in operator's session. Each of
-``--alarms`` alarms (burglaries of random accounts, each on a zone the account has) is opened ``--opens`` times, in a shuffled order; a call is logged on
-half of them first, so the screen also reads calls.
+``--alarms`` alarms (burglaries of random accounts, each on a zone the account has) is opened
+``--opens`` times, in a shuffled order; a call is logged on half of them first, so the screen
+also reads calls.
 
 Setting: a fresh temporary data directory (SQLite) provisioned with the real CLI; the example
 data set (``alarmhub.example_data``: 3 contacts on call lists and about 8 zones an account) of
