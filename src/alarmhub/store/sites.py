@@ -27,7 +27,9 @@ ALARM = schema.alarm.c
 
 def _site_alarms(conn: Connection, where: Any) -> list[sites.SiteAlarm]:
     rows = conn.execute(
-        select(ALARM.alarm_id, ALARM.account_number, ALARM.state, ALARM.opr).where(where)
+        select(ALARM.alarm_id, ALARM.account_number, ALARM.state, ALARM.opr)
+        .where(where)
+        .order_by(ALARM.alarm_id)
     ).all()
     return [sites.SiteAlarm(*row) for row in rows]
 
