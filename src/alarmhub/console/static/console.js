@@ -1,8 +1,8 @@
 // alarmhub operator console: live queues from /console/events, the alarm screen and its
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
-// passcode checks on the alarm screen) and accounts.js (admins' data entry) build on what this
-// file shares as window.alarmhub.
+// passcode checks on the alarm screen), sites.js (the site's other alarms, moving them) and
+// accounts.js (admins' data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
 (() => {
@@ -13,8 +13,9 @@
     role: meta.dataset.role,
     supervisor: meta.dataset.supervisor === "yes",
   };
-  // what the other scripts add: after the alarm screen is drawn, after a form opens, keys
-  const hooks = { detail: [], formOpened: [], keys: {} };
+  // what the other scripts add: after the alarm screen is drawn, after a form opens, keys,
+  // to a resolution's body
+  const hooks = { detail: [], formOpened: [], keys: {}, resolving: [] };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
   const PALETTE = [
@@ -748,7 +749,9 @@
     });
     $("#form-resolve").addEventListener("submit", (e) => {
       e.preventDefault();
-      act("resolve", { resolution: $("#resolve-code").value, note: $("#resolve-note").value });
+      const body = { resolution: $("#resolve-code").value, note: $("#resolve-note").value };
+      for (const hook of hooks.resolving) hook(body);
+      act("resolve", body);
     });
   }
 
