@@ -57,25 +57,26 @@ def test_sibling_alarms_go_to_the_same_operator_and_resolve_together(hub: Hub, p
     expect(page.locator("#sibling-list tbody")).to_have_text("none")
 
     # the site's next alarms join OP1's work, busy as they are; another site's stays pending
-    hub.signal(SITE, "E110", 7)
-    hub.signal(SITE, "E120", 1)
+    hub.signal(SITE, "E131", 7)  # a perimeter burglary and AC power loss: no required step
+    hub.signal(SITE, "E301", 1)
     hub.signal(OTHER, "E130", 2)
-    fire = hub.alarm_of(SITE, 7)["alarm_id"]
-    panic = hub.alarm_of(SITE, 1)["alarm_id"]
+    perimeter = hub.alarm_of(SITE, 7)["alarm_id"]
+    power = hub.alarm_of(SITE, 1)["alarm_id"]
     other = hub.alarm_of(OTHER, 2)["alarm_id"]
     siblings = page.locator("#sibling-list tbody tr")
     expect(siblings).to_have_count(2)
     expect(siblings.nth(0)).to_contain_text("in process: OP1")
     expect(page.locator("#sibling-count")).to_have_text("2")
-    expect(page.locator(f'#in-process tbody tr[data-alarm-id="{fire}"]')).to_contain_text("OP1")
+    handed = page.locator(f'#in-process tbody tr[data-alarm-id="{perimeter}"]')
+    expect(handed).to_contain_text("OP1")
     expect(page.locator(f'#pending tbody tr[data-alarm-id="{other}"]')).to_be_visible()
-    assert hub.actions_on(fire) == ["HAND"]
+    assert hub.actions_on(perimeter) == ["HAND"]
 
     # S goes to the siblings, Enter opens one; its screen lists the first alarm
     page.keyboard.press("s")
-    expect(page.locator(f'#sibling-list button[data-alarm-id="{fire}"]')).to_be_focused()
+    expect(page.locator(f'#sibling-list button[data-alarm-id="{perimeter}"]')).to_be_focused()
     page.keyboard.press("Enter")
-    expect(page.locator("#alarm-title")).to_contain_text("FIRE")
+    expect(page.locator("#alarm-title")).to_contain_text("ZONE 007")
     expect(page.locator(f'#sibling-list tr[data-alarm-id="{first}"]')).to_be_visible()
     page.keyboard.press("Escape")
     page.click(f'#in-process tbody tr[data-alarm-id="{first}"]')
@@ -88,6 +89,8 @@ def test_sibling_alarms_go_to_the_same_operator_and_resolve_together(hub: Hub, p
     page.fill("#resolve-note", "customer set it off twice")
     boxes = page.locator('#resolve-siblings input[name="sibling"]')
     expect(boxes).to_have_count(2)
+    expect(boxes.nth(0)).to_have_value(str(perimeter))
+    expect(boxes.nth(1)).to_have_value(str(power))
     for n in range(2):
         boxes.nth(n).focus()
         page.keyboard.press("Space")
@@ -95,7 +98,7 @@ def test_sibling_alarms_go_to_the_same_operator_and_resolve_together(hub: Hub, p
     shot(page, "sites-siblings")
     page.keyboard.press("Enter")
     expect(page.locator("#alarm-state")).to_have_text("resolved")
-    for alarm_id in (first, fire, panic):
+    for alarm_id in (first, perimeter, power):
         assert hub.alarm(alarm_id)["resolution"] == "FA"
         assert hub.actions_on(alarm_id)[-1] == "RSLV"
     assert hub.alarm(other)["state"] == "pending"

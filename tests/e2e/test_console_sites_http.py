@@ -139,7 +139,7 @@ def test_the_alarm_screen_lists_the_account_s_other_open_alarms(hub: Hub) -> Non
 def test_siblings_resolve_together_each_with_its_own_record(hub: Hub) -> None:
     first, pending = hub.post("700005", zone="1"), hub.post("700005", zone="2")
     hub.take("OP1", first)
-    handed = hub.post("700005", "E110", "3")
+    handed = hub.post("700005", "E301", "3")  # AC power: no required step
     data = hub.consoles["OP1"].ok(
         f"/alarms/{first}/resolve",
         {"resolution": "FA", "note": "one incident", "siblings": [handed, pending]},
@@ -170,6 +170,18 @@ def test_resolving_siblings_is_all_or_none(hub: Hub) -> None:
     assert hub.where(third) == ("pending", None)  # its take was rolled back too
     assert hub.records(third, Action.TAKE) == []
     assert hub.records(first, Action.RESOLVE) == []
+
+
+def test_each_sibling_is_checked_as_its_own_resolution(hub: Hub) -> None:
+    first = hub.post("700012")
+    hub.take("OP1", first)
+    fire = hub.post("700012", "E110", "2")  # the plan's fire dispatch is required
+    assert hub.where(fire) == ("in_process", "OP1")
+    answer = hub.consoles["OP1"].post(
+        f"/alarms/{first}/resolve", {"resolution": "FA", "siblings": [fire]}
+    )
+    assert f"sibling alarm {fire}" in refused(answer, 409, "OPS-STEPS")
+    assert hub.where(first) == ("in_process", "OP1")  # all or none
 
 
 def test_resolve_refuses_what_is_no_sibling(hub: Hub) -> None:

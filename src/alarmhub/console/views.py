@@ -168,6 +168,7 @@ def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
         "history": [pick(e, EVENT_FIELDS) for e in found["history"]],
         "response": found.get("response"),
         "siblings": [pick(s, SIBLING_FIELDS) for s in found.get("siblings", ())],
+        "plan": found.get("plan"),
         "server_us": now_us,
     }
 

@@ -76,6 +76,8 @@ class Action(StrEnum):
     TAKE_OVER = "TKOVR"
     RESOLVE = "RSLV"
     PASSCODE = "PASS"
+    DISPATCH = "DISP"
+    STEP = "STEP"
     MOVE = "MOVE"
 
 
@@ -237,6 +239,9 @@ def hold_until(now_us: int, minutes: int) -> int:
     return now_us + units.minutes_us(minutes)
 
 
+_SPOKEN = frozenset({Action.DISPATCH, Action.STEP})
+
+
 def audit_text(action: Action, operator: str, detail: str = "") -> str:
     """HIST_TEXT of an operator record (the full note is kept beside it)."""
     words = {
@@ -253,11 +258,13 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.TAKE_OVER: "TOOK OVER ALARM",
         Action.RESOLVE: "RESOLVED",
         Action.PASSCODE: "PASSCODE CHECK",
+        Action.DISPATCH: "DISPATCHED",
+        Action.STEP: "DID STEP",
         Action.MOVE: "MOVED ALARM",
     }[action]
     text = f"OPR {operator} {words}"
-    if detail:
-        text = f"{text}: {detail}"
+    if detail:  # what a dispatch was follows as words of the sentence (decisions section 8)
+        text = f"{text} {detail}" if action in _SPOKEN else f"{text}: {detail}"
     return text[:80]
 
 

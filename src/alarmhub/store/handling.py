@@ -22,7 +22,7 @@ from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
 from alarmhub.core.sites import Arriving
-from alarmhub.store import alarm_response, provisioning, queries, schema
+from alarmhub.store import alarm_response, plans, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
@@ -401,6 +401,7 @@ def resolve(
     if len(note) > ops.NOTE_MAX:
         raise ActionRefused("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
     _, row = holding_alarm(conn, code, alarm_id)
+    plans.check_resolution(conn, row, resolution)
     conn.execute(
         update(schema.alarm)
         .where(ALARM.alarm_id == alarm_id)

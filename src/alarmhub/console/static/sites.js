@@ -30,7 +30,7 @@
 
   function draw(detail, mine) {
     const { alarm } = detail;
-    siblings = detail.siblings || [];
+    siblings = openSiblings();
     account = alarm.account_number;
     const section = $("#alarm-site");
     section.hidden = !account || alarm.state === "resolved";
@@ -40,7 +40,7 @@
     if (!rows.length) rows.push(el("tr", {}, el("td", { class: "note" }, "none")));
     $("#sibling-list tbody").replaceChildren(...rows);
     drawMove(alarm);
-    if (!mine) $("#resolve-siblings").hidden = true;
+    if (mine && !$("#form-resolve").hidden) fillChoices(true);
   }
 
   function drawMove(alarm) {
@@ -58,15 +58,29 @@
 
   // resolving together -------------------------------------------------------------------------
 
-  function formOpened(name) {
-    if (name !== "resolve") return;
+  // the siblings of the alarm open now (none while its screen is still loading)
+  function openSiblings() {
+    const detail = hub.state.detail;
+    return detail && detail.alarm.alarm_id === hub.state.openId ? detail.siblings || [] : [];
+  }
+
+  // the resolve form's checkboxes: one per sibling the operator may resolve with the alarm,
+  // ticks kept when the screen is redrawn
+  function fillChoices(keep) {
     const fieldset = $("#resolve-siblings");
-    const choices = siblings.filter(resolvable);
+    const boxes = [...fieldset.querySelectorAll('input[name="sibling"]')];
+    const ticked = new Set(keep ? boxes.filter((b) => b.checked).map((b) => Number(b.value)) : []);
+    const choices = openSiblings().filter(resolvable);
+    const same = keep && boxes.map((b) => Number(b.value)).join() === choices.map((c) => c.alarm_id).join();
+    if (same) return; // nothing to redraw (and the focus stays where it is)
     fieldset.hidden = !choices.length;
-    const legend = fieldset.querySelector("legend");
-    fieldset.replaceChildren(legend, ...choices.map((s) => el("label", { class: "check" },
-      el("input", { type: "checkbox", name: "sibling", value: s.alarm_id }),
-      ` ${s.alarm_id}  ${s.type}  ${s.hist_text}  (${stateText(s)})`)));
+    fieldset.replaceChildren(fieldset.querySelector("legend"), ...choices.map((c) => el("label", { class: "check" },
+      el("input", { type: "checkbox", name: "sibling", value: c.alarm_id, checked: ticked.has(c.alarm_id) }),
+      ` ${c.alarm_id}  ${c.type}  ${c.hist_text}  (${stateText(c)})`)));
+  }
+
+  function formOpened(name) {
+    if (name === "resolve") fillChoices(false);
   }
 
   function resolving(body) {
