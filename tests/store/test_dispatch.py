@@ -47,13 +47,16 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def taken(engine: Engine, code: str, zone: str = "001") -> int:
-    """Raise an alarm of ``code`` and have operator 001 take it; its id."""
+    """Raise an alarm of ``code`` and have operator 001 take it (or be handed it, when they
+    work the account already: one operator per site); its id."""
     signal = Signal("site", "rx", SignalFields(DNIS, "12", code, "01", zone), "t", T0)
     with write_transaction(engine) as conn:
         (stored,) = commit_signals(conn, SignalInsert(engine), [signal], 3600 * SECOND)
     with write_transaction(engine) as conn:
         SignalRouting(engine, 1000, 2).route(conn, T0)
-    act(engine, lambda c: handling.take(c, "001", stored.incident_number, T0))
+        row = queries.alarm(conn, stored.incident_number)
+    if row is None or row["opr"] != "001":
+        act(engine, lambda c: handling.take(c, "001", stored.incident_number, T0))
     return stored.incident_number
 
 

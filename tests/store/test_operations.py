@@ -65,10 +65,13 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def raise_alarms(engine: Engine, *codes: str, at_us: int = T0, zone: int = 1) -> list[int]:
-    """Commit and route one signal per code (distinct zones); the alarm ids (incident numbers)."""
+def raise_alarms(
+    engine: Engine, *codes: str, at_us: int = T0, zone: int = 1, panel: str = "12"
+) -> list[int]:
+    """Commit and route one signal per code (distinct zones) of account 70``panel``; the alarm
+    ids (incident numbers)."""
     signals = [
-        Signal("site", "rx", SignalFields(DNIS, "12", code, "01", f"{zone + i:03d}"), "t", at_us)
+        Signal("site", "rx", SignalFields(DNIS, panel, code, "01", f"{zone + i:03d}"), "t", at_us)
         for i, code in enumerate(codes)
     ]
     with write_transaction(engine) as conn:
@@ -435,7 +438,9 @@ def test_passwords_are_stored_as_argon2_hashes(engine: Engine) -> None:
 
 
 def test_xmainpro_alarm_and_operator_records(engine: Engine) -> None:
-    first, second = raise_alarms(engine, "E110", "E130")
+    provisioning.add_account(engine, Account("700013", "Other Site"))
+    (first,) = raise_alarms(engine, "E110")
+    (second,) = raise_alarms(engine, "E130", panel="13")  # another site: its own operator
     signed_on(engine, "001", "002")
     act(engine, lambda c: handling.set_receiving(c, "002", False, T0))
     pending_us = alarm(engine, first)["pending_us"]

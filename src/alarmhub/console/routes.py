@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
-from alarmhub.console import calls, inputs, pages, plan_actions, security, views
+from alarmhub.console import calls, inputs, pages, plan_actions, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.core import errors
@@ -361,14 +361,10 @@ class Console:
         return {"hold_until_us": until}
 
     async def resolve(self, request: Request, session: Session) -> dict[str, Any]:
-        alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        fields = await _body(request, {"resolution": str, "note": str})
-        resolution = inputs.required(fields, "resolution")
-        note = fields.get("note", "")
-        await self.write(
-            lambda c: handling.resolve(c, session.code, alarm_id, resolution, note, now_us())
-        )
-        return {}
+        return await siblings.resolve(self, _body, request, session)
+
+    async def move(self, request: Request, session: Session) -> dict[str, Any]:
+        return await siblings.move(self, _body, request, session)
 
     async def receiving(self, request: Request, session: Session) -> dict[str, Any]:
         """Receiving on or off; signs the operator on again when they were signed off."""
@@ -407,6 +403,7 @@ class Console:
             ("/alarms/{alarm_id}/hold", self.hold),
             ("/alarms/{alarm_id}/resolve", self.resolve),
             ("/receiving", self.receiving),
+            ("/accounts/{account}/move", self.move),
         ]
         return [
             Route("/console", self.page, methods=["GET"]),

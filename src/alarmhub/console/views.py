@@ -85,6 +85,11 @@ OPERATOR_FIELDS = (
 )
 """The fields of an operator in the list of operators (never a password hash)."""
 
+SIBLING_FIELDS = (
+    "alarm_id", "type", "hist_text", "state", "opr", "received_us", "priority", "color",
+)  # fmt: skip
+"""The fields of a sibling alarm (another open alarm of the account) on the alarm screen."""
+
 ACCOUNT_FIELDS = ("account_number", "company_name", "street", "city", "state", "test_interval_s")
 
 
@@ -153,7 +158,8 @@ def operator_statuses(
 
 
 def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
-    """The alarm screen: the alarm, its account, its own events and the account's history."""
+    """The alarm screen: the alarm, its account, its own events, the account's history and its
+    other open alarms (siblings)."""
     account = found.get("account")
     return {
         "alarm": alarm(found["alarm"], now_us),
@@ -161,6 +167,7 @@ def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
         "events": [pick(e, EVENT_FIELDS) for e in found["events"]],
         "history": [pick(e, EVENT_FIELDS) for e in found["history"]],
         "response": found.get("response"),
+        "siblings": [pick(s, SIBLING_FIELDS) for s in found.get("siblings", ())],
         "plan": found.get("plan"),
         "server_us": now_us,
     }

@@ -1,6 +1,7 @@
 """The alarm life cycle: operators, their receiving status, and the rules of every action on an
-alarm (take, log a call, note, hold, take over, resolve). Pure rules, no I/O; the store's
-service layer (``store.handling`` and its neighbours) applies them inside one transaction.
+alarm (take, log a call, note, hold, take over, resolve; an account's alarms together are
+``core.sites``). Pure rules, no I/O; the store's service layer (``store.handling`` and its
+neighbours) applies them inside one transaction.
 
 States: ``pending`` -> ``in_process`` (an operator took it, or was handed it) -> ``resolved``;
 ``in_process`` -> ``on_hold`` (reason and minutes) -> ``pending`` when the time is up, marked
@@ -77,6 +78,7 @@ class Action(StrEnum):
     PASSCODE = "PASS"
     DISPATCH = "DISP"
     STEP = "STEP"
+    MOVE = "MOVE"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -258,6 +260,7 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.PASSCODE: "PASSCODE CHECK",
         Action.DISPATCH: "DISPATCHED",
         Action.STEP: "DID STEP",
+        Action.MOVE: "MOVED ALARM",
     }[action]
     text = f"OPR {operator} {words}"
     if detail:  # what a dispatch was follows as words of the sentence (decisions section 8)

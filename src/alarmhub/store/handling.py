@@ -10,23 +10,25 @@ consoles and XMAPEND/XMAINPRO see it at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from alarmhub.core import operations as ops
-from alarmhub.core import response
+from alarmhub.core import response, sites
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
+from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, plans, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
 
 HANDED_PER_PASS = 50
+_ACCOUNT_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ def sign_off(conn: Connection, code: str, now_us: int) -> int:
     record(conn, code, Action.SIGN_OFF, now_us)
     provisioning.bump_revision(conn, queries.QUEUE)
     if rows:
-        hand_out(conn, now_us)
+        hand_out(conn, now_us, arriving=_arriving(rows))
     return len(rows)
 
 
@@ -197,14 +199,37 @@ _IDLE = (
 )
 
 
-def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tuple[str, int]]:
-    """Hand the next pending alarms to idle receiving operators, the longest idle first;
-    the (operator, alarm) pairs handed. ``only`` limits it to one operator. It runs with every
-    group commit that raises alarms, so it first asks cheaply whether anyone receives at all."""
+_WORKING = (
+    select(ALARM.account_number, ALARM.opr, func.coalesce(ALARM.taken_us, 0), ALARM.alarm_id)
+    .join(schema.operator, OPERATOR.code == ALARM.opr)
+    .where(
+        ALARM.account_number.in_(bindparam("accounts", expanding=True)),
+        ALARM.state == AlarmState.IN_PROCESS,
+        OPERATOR.signed_on_us.is_not(None),
+        OPERATOR.disabled.is_(False),
+    )
+)
+"""The alarms of some accounts in process with a signed-on operator (ix_alarm_open)."""
+
+
+def hand_out(
+    conn: Connection,
+    now_us: int,
+    only: str | None = None,
+    arriving: Sequence[Arriving] = (),
+) -> list[tuple[str, int]]:
+    """Hand pending alarms out; the (operator, alarm) pairs handed. First the ``arriving``
+    alarms (just raised, or back in pending) whose account has an alarm in process go to that
+    operator (``core.sites``); then the next pending alarms go to idle receiving operators, the
+    longest idle first (``only`` limits that to one operator). It runs with every group commit
+    that raises alarms: one query for the accounts of the batch, then it asks cheaply whether
+    anyone receives at all."""
+    handed = _hand_to_sites(conn, arriving, now_us)
     if conn.execute(_ANYONE_RECEIVING).first() is None:
-        return []
+        if handed:
+            provisioning.bump_revision(conn, queries.QUEUE)
+        return handed
     query = _IDLE if only is None else _IDLE.where(OPERATOR.code == only)
-    handed: list[tuple[str, int]] = []
     for code in list(conn.execute(query).scalars()):
         # lock the operator's row (PostgreSQL) and check again that they are still idle
         conn.execute(select(OPERATOR.code).where(OPERATOR.code == code).with_for_update()).first()
@@ -222,6 +247,32 @@ def hand_out(conn: Connection, now_us: int, only: str | None = None) -> list[tup
     if handed:
         provisioning.bump_revision(conn, queries.QUEUE)
     return handed
+
+
+def _hand_to_sites(
+    conn: Connection, arriving: Sequence[Arriving], now_us: int
+) -> list[tuple[str, int]]:
+    """The arriving alarms handed to the operator working their account (one operator per
+    site), busy or not."""
+    accounts = sorted({a.account_number for a in arriving if a.account_number})
+    if not accounts:
+        return []
+    working = [
+        sites.Working(*row)
+        for start in range(0, len(accounts), _ACCOUNT_CHUNK)
+        for row in conn.execute(_WORKING, {"accounts": accounts[start : start + _ACCOUNT_CHUNK]})
+    ]
+    handed: list[tuple[str, int]] = []
+    for alarm_id, code in sites.site_operators(arriving, working).items():
+        row = _claim(conn, code, alarm_id, now_us)
+        if row is not None:  # else taken meanwhile
+            record(conn, code, Action.HANDED, now_us, row)
+            handed.append((code, alarm_id))
+    return handed
+
+
+def _arriving(rows: Sequence[Mapping[str, Any]]) -> list[Arriving]:
+    return [Arriving(r["alarm_id"], r["account_number"], r["not_for_opr"]) for r in rows]
 
 
 # working an alarm ---------------------------------------------------------------------------
@@ -317,7 +368,7 @@ def end_holds(conn: Connection, now_us: int) -> int:
         record(conn, row["opr"] or "", Action.HOLD_ENDED, now_us, row)
     if rows:
         provisioning.bump_revision(conn, queries.QUEUE)
-        hand_out(conn, now_us)
+        hand_out(conn, now_us, arriving=_arriving(rows))
     return len(rows)
 
 

@@ -19,6 +19,7 @@ from alarmhub.core.alarm_types import DURESS
 from alarmhub.core.operations import Action
 from alarmhub.core.response import PasscodeAnswer
 from alarmhub.core.router import Router
+from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, handling, provisioning, queries, schema
 from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning_cache import ProvisioningCache
@@ -65,7 +66,7 @@ def apply(
         raised = Router.raise_alarm(repo, DURESS, row["account_number"], DURESS.name, now_us)
         repo.flush()
         conn.execute(update(schema.alarm).where(ALARM.alarm_id == raised).values(not_for_opr=code))
-        handling.hand_out(conn, now_us)
+        handling.hand_out(conn, now_us, arriving=[Arriving(raised, row["account_number"], code)])
     elif answer.verified:
         conn.execute(
             update(schema.alarm).where(ALARM.alarm_id == alarm_id).values(passcode_verified="Y")

@@ -235,4 +235,34 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
         "history": recent,
         "response": response,
         "plan": plans.plan_view(conn, row),
+        "siblings": siblings(conn, row["account_number"], alarm_id),
     }
+
+
+_SIBLINGS = (
+    select(
+        ALARM.alarm_id,
+        ALARM.type,
+        ALARM.hist_text,
+        ALARM.state,
+        ALARM.opr,
+        ALARM.received_us,
+        ALARM.priority,
+        ALARM.color,
+    )
+    .where(
+        ALARM.account_number == bindparam("account"),
+        ALARM.state.in_(OPEN_STATES),
+        ALARM.alarm_id != bindparam("alarm_id"),
+    )
+    .order_by(ALARM.alarm_id)
+)
+
+
+def siblings(conn: Connection, account_number: str, alarm_id: int) -> list[dict[str, Any]]:
+    """An alarm's siblings: the other open alarms of its account, oldest first (ix_alarm_open);
+    an alarm with no account has none."""
+    if not account_number:
+        return []
+    found = conn.execute(_SIBLINGS, {"account": account_number, "alarm_id": alarm_id})
+    return [dict(r) for r in found.mappings()]

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.core.alarm_types import AlarmType
 from alarmhub.core.operations import OPEN_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
+from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store.commit import RowInsert, allocate_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
@@ -237,9 +238,9 @@ class SqlRepository:
         )
         return int(ended) if ended is not None else None
 
-    def flush(self) -> int:
-        """Write what this transaction buffered; how many alarms it raised."""
-        raised = len(self._alarms)
+    def flush(self) -> list[Arriving]:
+        """Write what this transaction buffered; the alarms it raised (for ``hand_out``)."""
+        raised = [Arriving(a, r["account_number"]) for a, r in self._alarms.items()]
         if self._alarms:
             self._inserts.alarm.execute(
                 self._conn, [_alarm_values(r) for r in self._alarms.values()]

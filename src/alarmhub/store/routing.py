@@ -134,8 +134,9 @@ class SignalRouting:
         self._preload(repo, signals)
         for signal in signals:
             self.router.route(repo, signal, now_us)
-        if repo.flush():
-            handling.hand_out(conn, now_us)
+        raised = repo.flush()
+        if raised:
+            handling.hand_out(conn, now_us, arriving=raised)
         conn.execute(
             _MARK_ROUTED,
             {

@@ -1,7 +1,7 @@
 """The supervision checks: FAIL TO TEST for accounts whose periodic test is overdue, SOURCE
 FAILURE for heartbeat pairs that stopped, COMMUNICATION FAILURE for DC-09 accounts that stopped
 reporting, and their restorals; then held alarms whose time is up go back to pending and
-pending alarms go to idle operators.
+pending alarms go to the operator working their account, else to idle operators.
 
 Each supervision transaction first takes the incident counter's row lock
 (:func:`~alarmhub.store.commit.lock_incidents`), as routing does, so that on a database shared
@@ -51,9 +51,9 @@ class Supervision:
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
-        repo.flush()
+        raised = repo.flush()
         changed += handling.end_holds(conn, now_us)
-        changed += len(handling.hand_out(conn, now_us))
+        changed += len(handling.hand_out(conn, now_us, arriving=raised))
         return changed
 
     def _fail_to_test(self, conn: Connection, repo: SqlRepository, now_us: int) -> int:

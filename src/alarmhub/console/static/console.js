@@ -1,7 +1,8 @@
 // alarmhub operator console: live queues from /console/events, the alarm screen and its
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
-// passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches) and
+// passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches), sites.js
+// (the site's other alarms, moving them) and
 // accounts.js (admins' data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
@@ -14,8 +15,8 @@
     supervisor: meta.dataset.supervisor === "yes",
   };
   // what the other scripts add: after the alarm screen is drawn, after a form opens, after an
-  // action is refused, keys
-  const hooks = { detail: [], formOpened: [], refused: [], keys: {} };
+  // action is refused, keys, to a resolution's body
+  const hooks = { detail: [], formOpened: [], refused: [], keys: {}, resolving: [] };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
   const PALETTE = [
@@ -750,7 +751,9 @@
     });
     $("#form-resolve").addEventListener("submit", (e) => {
       e.preventDefault();
-      act("resolve", { resolution: $("#resolve-code").value, note: $("#resolve-note").value });
+      const body = { resolution: $("#resolve-code").value, note: $("#resolve-note").value };
+      for (const hook of hooks.resolving) hook(body);
+      act("resolve", body);
     });
   }
 
