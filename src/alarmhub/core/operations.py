@@ -4,7 +4,9 @@ service layer (``store.handling`` and its neighbours) applies them inside one tr
 
 States: ``pending`` -> ``in_process`` (an operator took it, or was handed it) -> ``resolved``;
 ``in_process`` -> ``on_hold`` (reason and minutes) -> ``pending`` when the time is up, marked
-BEEN_ON_HOLD. Every action is written to history as an OPERATOR record (SEARCHTYPE=OPR).
+BEEN_ON_HOLD; ``storm`` (a new alarm of a TYPE in storm mode, ``core.storm``) -> ``resolved``
+by a supervisor's batch resolution. Every action is written to history as an OPERATOR record
+(SEARCHTYPE=OPR).
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ class AlarmState(StrEnum):
     IN_PROCESS = "in_process"
     ON_HOLD = "on_hold"
     RESOLVED = "resolved"
+    STORM = "storm"  # on the storm list: its TYPE was in storm mode when it was raised
 
 
 OPEN_STATES = (AlarmState.PENDING, AlarmState.IN_PROCESS, AlarmState.ON_HOLD)
+"""The states of the queues operators work."""
+UNRESOLVED_STATES = (*OPEN_STATES, AlarmState.STORM)
+"""Every state but resolved: a restoral links to such an alarm, and its events are unsettled."""
 
 
 class Role(StrEnum):
@@ -75,6 +81,9 @@ class Action(StrEnum):
     TAKE_OVER = "TKOVR"
     RESOLVE = "RSLV"
     PASSCODE = "PASS"
+    STORM_ON = "STMON"
+    STORM_OFF = "STMOF"
+    STORM_RESOLVE = "STMRS"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -91,6 +100,8 @@ DEFAULT_RESOLUTIONS: dict[str, str] = {
     "RSTR": "RESTORED - NO ACTION NEEDED",
 }
 """Shipped resolution codes; a station adds, changes and removes its own."""
+FALSE_ALARM_CODES = ("FA", "FAE")
+"""The resolutions that say an alarm was false (the handling report counts them by account)."""
 
 
 def not_found(alarm_id: int) -> ActionRefused:
@@ -251,6 +262,9 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.TAKE_OVER: "TOOK OVER ALARM",
         Action.RESOLVE: "RESOLVED",
         Action.PASSCODE: "PASSCODE CHECK",
+        Action.STORM_ON: "STORM MODE ON",
+        Action.STORM_OFF: "STORM MODE OFF",
+        Action.STORM_RESOLVE: "RESOLVED STORM LIST",
     }[action]
     text = f"OPR {operator} {words}"
     if detail:

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, case, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import AlarmType
-from alarmhub.core.operations import OPEN_STATES, AlarmState
+from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store.commit import RowInsert, allocate_incidents
@@ -50,7 +50,7 @@ ALARM_COLUMNS = (
 _alarm_values = itemgetter(*ALARM_COLUMNS)
 
 
-def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
+def _alarm_row(alarm: HistoryEvent, pending_us: int, state: AlarmState) -> dict[str, Any]:
     # spelled out: dataclasses.asdict deep-copies every value and cost half of routing's time
     return {
         "alarm_id": alarm.incident_number,
@@ -69,7 +69,7 @@ def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
         "destination": alarm.destination,
         "dnis": alarm.dnis,
         "panel": alarm.panel,
-        "state": AlarmState.PENDING.value,
+        "state": state.value,
         "pending_us": pending_us,
         "restore_us": None,
         "passcode_verified": "N",
@@ -100,6 +100,7 @@ class SqlRepository:
         self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
         self._queue_changed = False
+        self._pending_raised = 0
 
     def preload_accounts(self, numbers: set[str]) -> None:
         """Look up many accounts at once (the accounts a batch of signals may belong to)."""
@@ -142,6 +143,10 @@ class SqlRepository:
     def alarm_type(self, event_code: str) -> AlarmType:
         return self._cache.alarm_types[event_code]
 
+    @property
+    def storm_types(self) -> frozenset[str]:
+        return self._cache.storm_types
+
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
         key = (account_number, event_code, area, zone)
         for alarm_id in sorted(self._alarms, reverse=True):
@@ -159,7 +164,7 @@ class SqlRepository:
                 ALARM.area == area,
                 ALARM.zone == zone,
                 ALARM.restore_us.is_(None),
-                ALARM.state.in_(OPEN_STATES),
+                ALARM.state.in_(UNRESOLVED_STATES),
             )
             .order_by(ALARM.alarm_id.desc())
             .limit(1)
@@ -205,8 +210,12 @@ class SqlRepository:
     def new_incident_number(self) -> int:
         return allocate_incidents(self._conn, 1)
 
-    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
-        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
+    def add_alarm(
+        self, alarm: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
+    ) -> None:
+        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us, state)
+        if state is AlarmState.PENDING:
+            self._pending_raised += 1
         if alarm.path is RoutePath.UNKNOWN:
             self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
 
@@ -238,8 +247,9 @@ class SqlRepository:
         return int(ended) if ended is not None else None
 
     def flush(self) -> int:
-        """Write what this transaction buffered; how many alarms it raised."""
-        raised = len(self._alarms)
+        """Write what this transaction buffered; how many pending alarms it raised (those on
+        the storm list are nobody's to hand out)."""
+        raised, self._pending_raised = self._pending_raised, 0
         if self._alarms:
             self._inserts.alarm.execute(
                 self._conn, [_alarm_values(r) for r in self._alarms.values()]
