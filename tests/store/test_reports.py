@@ -110,7 +110,7 @@ def seeded(engine: Engine) -> Engine:
                     reference="5521",
                     opr="001",
                     at_us=at_us,
-                )  # fmt: skip
+                )
             )
     return engine
 

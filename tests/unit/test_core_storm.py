@@ -8,7 +8,7 @@ import pytest
 from alarmhub.core import storm
 from alarmhub.core.alarm_types import DEFAULTS, DURESS, FAIL_TO_TEST, UNKNOWN_ACCOUNT
 from alarmhub.core.errors import ActionRefused
-from alarmhub.core.operations import AlarmState, Operator, Role
+from alarmhub.core.operations import AlarmState, Operator, Role, check_supervising
 
 STORMING = frozenset({"ACPWR", "COMM"})
 
@@ -69,12 +69,12 @@ def test_check_types_refuses(given: list[str], words: str) -> None:
 
 @pytest.mark.parametrize("role", [Role.SUPERVISOR, Role.ADMIN])
 def test_supervisors_and_admins_may_switch(role: Role) -> None:
-    storm.check_supervisor(Operator("001", "Ann", role), "switch storm mode")
+    check_supervising(Operator("001", "Ann", role), "switch storm mode")
 
 
 def test_an_operator_may_not_switch() -> None:
     with pytest.raises(ActionRefused) as refused:
-        storm.check_supervisor(Operator("002", "Bob", Role.OPERATOR), "switch storm mode")
+        check_supervising(Operator("002", "Bob", Role.OPERATOR), "switch storm mode")
     assert (refused.value.code, refused.value.status) == ("OPS-ROLE", 403)
     assert "supervisor" in refused.value.message
 

@@ -168,6 +168,12 @@ def check_active(operator: Operator) -> None:
         raise ActionRefused("OPS-SIGNON", f"operator {operator.code} is not signed on", 403)
 
 
+def check_supervising(operator: Operator, what: str) -> None:
+    """What only supervisors and admins do (storm mode, the reports): refused to operators."""
+    if operator.role not in SUPERVISING_ROLES:
+        raise ActionRefused("OPS-ROLE", f"only a supervisor can {what}", 403)
+
+
 def check_take(operator: Operator, alarm: AlarmHeld | None, alarm_id: int) -> None:
     """Taking an alarm from pending: it must be there (two operators never get one alarm)."""
     check_active(operator)

@@ -22,7 +22,7 @@ from alarmhub.core.alarm_types import (
     AlarmType,
 )
 from alarmhub.core.errors import ActionRefused
-from alarmhub.core.operations import SUPERVISING_ROLES, AlarmState, Operator
+from alarmhub.core.operations import AlarmState
 
 NEVER_STORMED = frozenset({DURESS.type, UNKNOWN_ACCOUNT.type})
 """TYPEs that always pend: a duress code given (section 7), and a signal of an account the
@@ -51,12 +51,6 @@ def stormable(alarm_types: Iterable[AlarmType]) -> frozenset[str]:
     TYPEs that always pend."""
     raising = {t.type for t in alarm_types if t.category == OPERATOR_HANDLED}
     return frozenset((raising | SYSTEM_TYPES) - NEVER_STORMED)
-
-
-def check_supervisor(operator: Operator, what: str) -> None:
-    """Storm mode, its batch resolution and the reports are for supervisors and admins."""
-    if operator.role not in SUPERVISING_ROLES:
-        raise ActionRefused("OPS-ROLE", f"only a supervisor can {what}", 403)
 
 
 def check_types(given: Sequence[str], allowed: frozenset[str]) -> tuple[str, ...]:

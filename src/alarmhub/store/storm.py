@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from alarmhub.core import operations as ops
 from alarmhub.core import storm as rules
 from alarmhub.core.alarm_types import merged
 from alarmhub.core.errors import ActionRefused
@@ -79,7 +80,7 @@ def _requester(conn: Connection, code: str, what: str) -> str:
     operator = load_operator(conn, code)
     if operator.disabled:
         raise ActionRefused("OPS-DISABLED", f"operator {code} is disabled", 403)
-    rules.check_supervisor(operator, what)
+    ops.check_supervising(operator, what)
     return operator.code
 
 
