@@ -4,11 +4,12 @@ whole station's response data loaded.
 
 What is measured: the wall time of ``GET /console/api/alarms/{id}``, the one request the console
 makes when an operator opens an alarm (the alarm, its account, its events, the account's recent
-history, and its response data: the call list of the alarm's type with the calls made to each
-contact, the zone, the agencies and permit), timed by an HTTP client on the same machine with a
-signed-in operator's session. Each of ``--alarms`` alarms (burglaries of random accounts, each
-on a zone the account has) is opened ``--opens`` times, in a shuffled order; a call is logged on
-half of them first, so the screen also reads calls.
+history, its response data: the call list of the alarm's type with the calls made to each
+contact, the zone, the agencies and permit; and its action plan with where its steps stand),
+timed by an HTTP client on the same machine with a signed-in operator's session. Each of
+``--alarms`` alarms (burglaries of random accounts, each on a zone the account has) is opened
+``--opens`` times, in a shuffled order; a call is logged on half of them first, so the screen
+also reads calls.
 
 Setting: a fresh temporary data directory (SQLite) provisioned with the real CLI; the example
 data set (``alarmhub.example_data``: 3 contacts on call lists and about 8 zones an account) of

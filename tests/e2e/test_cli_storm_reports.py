@@ -130,9 +130,9 @@ def act(engine: Engine, work: Any) -> Any:
 
 def test_report_handling_as_json_csv_and_tables(station: tuple[Path, Engine]) -> None:
     data_dir, engine = station
-    first, second = route(engine, "E130", "E130")
+    first, second = route(engine, "E100", "E100")  # medical: no step of its plan is required
     act(engine, lambda c: handling.sign_on(c, "001", T0, receiving=False))
-    for alarm_id, take_s, resolve_s, code in ((first, 10, 60, "FA"), (second, 30, 120, "DISP")):
+    for alarm_id, take_s, resolve_s, code in ((first, 10, 60, "FA"), (second, 30, 120, "KEYH")):
         act(engine, lambda c, a=alarm_id, t=take_s: handling.take(c, "001", a, T0 + t * SECOND))
         act(
             engine,
@@ -145,9 +145,9 @@ def test_report_handling_as_json_csv_and_tables(station: tuple[Path, Engine]) ->
         json.loads(cli(data_dir, "report", "handling", *window, "--json", env=UTC).stdout)
     )
     assert (report["from"], report["to"], report["handled"]) == ("2027-01-15", "2027-01-15", 2)
-    (burg,) = report["by_type"]
-    assert burg["take"] == {"count": 2, "median_s": 20.0, "p90_s": 28.0}
-    assert burg["resolve"] == {"count": 2, "median_s": 90.0, "p90_s": 114.0}
+    (medical,) = report["by_type"]
+    assert medical["take"] == {"count": 2, "median_s": 20.0, "p90_s": 28.0}
+    assert medical["resolve"] == {"count": 2, "median_s": 90.0, "p90_s": 114.0}
     assert [(o["opr"], o["name"], o["handled"]) for o in report["by_operator"]] == [
         ("001", "Ann", 2)
     ]
@@ -157,7 +157,7 @@ def test_report_handling_as_json_csv_and_tables(station: tuple[Path, Engine]) ->
     rows = list(csv.DictReader(io.StringIO(cli(data_dir, "report", "handling", *window, "--csv",
                                                 env=UTC).stdout)))  # fmt: skip
     assert [(r["section"], r["name"], r["count"]) for r in rows] == [
-        ("type", "BURG", "2"),
+        ("type", "MED", "2"),
         ("operator", "001", "2"),
         ("false_alarm", ACCOUNT, "1"),
     ]

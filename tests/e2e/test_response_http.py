@@ -201,6 +201,21 @@ def test_contact_list_follows_a_change_of_the_account_s_lists(hub: Hub) -> None:
 # working the call list -------------------------------------------------------------------------
 
 
+def resolve(hub: Hub, console: Console, incident: int, resolution: str = "FA") -> None:
+    """Resolve an alarm once its plan lets it be: a burglary of an account with a call list
+    needs its call list worked, here by an answered call to the list's first contact; a fire
+    alarm, the fire dispatch."""
+    detail = console.get(f"/alarms/{incident}").json()
+    contacts = detail["response"]["call_list"]["contacts"]
+    if contacts:
+        call = {"contact_id": contacts[0]["id"], "outcome": "answered"}
+        console.ok(f"/alarms/{incident}/call", call)
+    for step in detail["plan"]["steps"]:  # a fire alarm's fire dispatch (no ECV owed)
+        if step["kind"] == "dispatch" and step["required"] and not step["done"]:
+            console.ok(f"/alarms/{incident}/dispatch", {"agency": step["agency"], "avs": 1})
+    console.ok(f"/alarms/{incident}/resolve", {"resolution": resolution})
+
+
 def take(console: Console, incident: int) -> dict[str, Any]:
     console.ok(f"/alarms/{incident}/take")
     answer = console.get(f"/alarms/{incident}")
@@ -240,7 +255,7 @@ def test_an_operator_works_the_call_list_in_order(hub: Hub) -> None:
     ]
     assert detail["alarm"]["times"]["OPR_FIRST_CALL"]
     console.ok(f"/alarms/{incident}/call", {"text": "called the keyholder's office"})
-    console.ok(f"/alarms/{incident}/resolve", {"resolution": "FA"})
+    resolve(hub, console, incident, "FA")
 
 
 @pytest.mark.parametrize(
@@ -264,7 +279,7 @@ def test_a_call_that_cannot_be_logged_is_refused_and_changes_nothing(
     assert answer.status_code == 422, answer.text
     assert message in answer.json()["message"]
     assert console.get(f"/alarms/{incident}").json()["response"]["calls"] == []
-    console.ok(f"/alarms/{incident}/resolve", {"resolution": "FA"})
+    resolve(hub, console, incident, "FA")
 
 
 # passcodes and the duress code -----------------------------------------------------------------
@@ -293,7 +308,7 @@ def test_a_wrong_passcode_is_not_verified_and_a_right_one_sets_passcode_verified
     records = [e["hist_text"] for e in detail["events"] if e["type"] == "PASS"]
     assert records[-1] == "OPR OP1 PASSCODE CHECK: VERIFIED"
     assert records.count("OPR OP1 PASSCODE CHECK: NOT VERIFIED") == 3
-    console.ok(f"/alarms/{incident}/resolve", {"resolution": "CNCL"})
+    resolve(hub, console, incident, "CNCL")
 
 
 def test_only_the_operator_holding_the_alarm_checks_a_passcode(hub: Hub) -> None:
@@ -304,7 +319,7 @@ def test_only_the_operator_holding_the_alarm_checks_a_passcode(hub: Hub) -> None
     answer = other.post(f"/alarms/{incident}/passcode", {"passcode": PASSCODE})
     assert answer.status_code in (403, 409), answer.text
     assert hub.alarm(incident)["passcode_verified"] == "N"
-    holder.ok(f"/alarms/{incident}/resolve", {"resolution": "FA"})
+    resolve(hub, holder, incident, "FA")
 
 
 def test_the_duress_code_answers_verified_and_raises_a_duress_alarm_for_someone_else(
@@ -330,14 +345,18 @@ def test_the_duress_code_answers_verified_and_raises_a_duress_alarm_for_someone_
     refused = op1.post(f"/alarms/{duress['alarm_id']}/take")
     assert refused.status_code == 409, refused.text
     assert refused.json()["error_code"] == "OPS-NOT-YOURS"
-    op1.ok(f"/alarms/{incident}/resolve", {"resolution": "CNCL"})
+    resolve(hub, op1, incident, "CNCL")
     taken = op1.ok("/take-next")["alarm"]
     assert taken is None or taken["alarm_id"] != duress["alarm_id"]
     if taken is not None:
-        op1.ok(f"/alarms/{taken['alarm_id']}/resolve", {"resolution": "FA"})
+        resolve(hub, op1, taken["alarm_id"], "FA")
     sup = hub.console("SUP")
     sup.ok(f"/alarms/{duress['alarm_id']}/take")
     assert hub.alarm(duress["alarm_id"])["opr"] == "SUP"
+    refused = sup.post(f"/alarms/{duress['alarm_id']}/resolve", {"resolution": "DISP"})
+    assert refused.json()["error_code"] == "OPS-DISPATCH", refused.text  # police first
+    police = {"agency": "police", "avs": 3, "reference": "D-1"}  # duress: no ECV owed
+    sup.ok(f"/alarms/{duress['alarm_id']}/dispatch", police)
     sup.ok(f"/alarms/{duress['alarm_id']}/resolve", {"resolution": "DISP"})
 
 

@@ -189,6 +189,8 @@ def test_storm_mode_on_off_and_batch_resolution(hub: Hub) -> None:
     later = hub.post(FARM, "E301", "0")
     assert hub.state(later) == "pending"
 
+    dispatched = supervisor.post("/storm/resolve", {"all": True, "resolution": "DISPF"})
+    refused(dispatched, 409, "OPS-DISPATCH")  # nobody handled them: none was dispatched
     done = supervisor.ok("/storm/resolve", {"alarm_ids": [power], "resolution": "RSTR"})
     assert done["resolved"] == 1
     assert hub.state(power) == "resolved"
@@ -206,17 +208,17 @@ def test_storm_mode_on_off_and_batch_resolution(hub: Hub) -> None:
 
 def test_the_handling_report_for_supervisors(hub: Hub) -> None:
     supervisor = hub.console("SUP")
-    burglary = hub.post(FARM, "E130", "7")
-    supervisor.ok(f"/alarms/{burglary}/take")
-    supervisor.ok(f"/alarms/{burglary}/resolve", {"resolution": "FA"})
+    medical = hub.post(FARM, "E100", "7")  # no step of its plan is required
+    supervisor.ok(f"/alarms/{medical}/take")
+    supervisor.ok(f"/alarms/{medical}/resolve", {"resolution": "FA"})
     today = datetime.now(UTC).date()
     window = f"from={today - timedelta(days=1)}&to={today + timedelta(days=1)}"
     answer = supervisor.get(f"/reports/handling?{window}")
     assert answer.status_code == 200, answer.text
     report = answer.json()["report"]
     assert report["handled"] >= 1
-    burg = next(t for t in report["by_type"] if t["type"] == "BURG")
-    assert burg["take"]["count"] >= 1 and burg["take"]["median_s"] is not None
+    med = next(t for t in report["by_type"] if t["type"] == "MED")
+    assert med["take"]["count"] >= 1 and med["take"]["median_s"] is not None
     assert any(o["opr"] == "SUP" for o in report["by_operator"])
     farm = next(f for f in report["false_alarms"] if f["account_number"] == FARM)
     assert farm["company_name"] == "Oak Farm" and farm["by_code"]["FA"] >= 1

@@ -24,6 +24,7 @@ from alarmhub.core.sign_in import session_expires_us
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.core.tokens import token_hash
 from alarmhub.store import (
+    dispatch,
     handling,
     operations,
     operator_access,
@@ -172,7 +173,8 @@ def test_an_idle_receiving_operator_is_handed_the_next_alarm(engine: Engine) -> 
     records = [r["type"] for r in operator_records(engine, fire)]
     assert records == [Action.HANDED]
     # resolving it hands the next one
-    act(engine, lambda c: handling.resolve(c, "001", fire, "FA", "", T0 + MINUTE))
+    act(engine, lambda c: dispatch.dispatch(c, "001", fire, "fire", 1, "", T0 + MINUTE))
+    act(engine, lambda c: handling.resolve(c, "001", fire, "DISPF", "", T0 + MINUTE))
     assert alarm(engine, burglary)["opr"] == "001"
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.core import reports as rules
 from alarmhub.core.account import Account
 from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import handling, operations, operators, provisioning, reports, storm
+from alarmhub.store import dispatch, handling, operations, operators, provisioning, reports, storm
 from alarmhub.store import schema as s
 from alarmhub.store.commit import SignalInsert, commit_signals
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
@@ -64,9 +64,23 @@ def raised(engine: Engine, routing: SignalRouting, code: str, panel: str, zone: 
 
 
 def handled(
-    engine: Engine, alarm_id: int, opr: str, take_s: int, resolve_s: int, resolution: str
+    engine: Engine,
+    alarm_id: int,
+    opr: str,
+    take_s: int,
+    resolve_s: int,
+    resolution: str,
+    dispatched: tuple[str, int, int] | None = None,
 ) -> None:
+    """Taken and resolved at those seconds after T0; dispatched first (agency, AVS level,
+    seconds after T0) when asked."""
     act(engine, lambda c: handling.take(c, opr, alarm_id, T0 + take_s * SECOND))
+    if dispatched is not None:
+        agency, avs, at_s = dispatched
+        act(
+            engine,
+            lambda c: dispatch.dispatch(c, opr, alarm_id, agency, avs, "R1", T0 + at_s * SECOND),
+        )
     act(
         engine,
         lambda c: handling.resolve(c, opr, alarm_id, resolution, "", T0 + resolve_s * SECOND),
@@ -75,35 +89,35 @@ def handled(
 
 @pytest.fixture
 def seeded(engine: Engine) -> Engine:
-    """Resolved on 2027-01-15 (UTC): three burglaries of Acme by 001 (taken after 10, 20, 30 s,
-    resolved after 100, 200, 300 s: FA, FA, DISP), a fire of Beta by 002 (5 s, 50 s, FAE), an
-    AC power loss of Beta from the storm list by SUP (600 s). Resolved the next day: a
-    burglary of Beta (FA). Still pending: a burglary of Acme. Dispatches: police AVS 2 twice
-    and fire AVS 0 that day, police AVS 4 the next."""
+    """Resolved on 2027-01-15 (UTC): three medical alarms of Acme by 001 (taken after 10, 20,
+    30 s, resolved after 100, 200, 300 s: FA, FA, DISPM after a medical dispatch at AVS 3), a
+    fire of Beta by 002 (5 s, 50 s, FAE, after the fire dispatch its plan requires, AVS 0), an
+    AC power loss of Beta from the storm list by SUP (600 s). Resolved the next day: a medical
+    alarm of Beta (FA). Still pending: a burglary of Acme. More dispatches (rows of their
+    table): police AVS 2 twice that day, police AVS 4 the next."""
     routing = SignalRouting(engine, 1000, 2)
     for code in ("001", "002"):
         act(engine, lambda c, code=code: handling.sign_on(c, code, T0, receiving=False))
-    burglaries = [raised(engine, routing, "E130", "12", f"{z:03d}") for z in (1, 2, 3)]
-    for alarm_id, take_s, resolve_s, code in zip(
-        burglaries, (10, 20, 30), (100, 200, 300), ("FA", "FA", "DISP"), strict=True
-    ):
-        handled(engine, alarm_id, "001", take_s, resolve_s, code)
+    medical = [raised(engine, routing, "E100", "12", f"{z:03d}") for z in (1, 2, 3)]
+    handled(engine, medical[0], "001", 10, 100, "FA")
+    handled(engine, medical[1], "001", 20, 200, "FA")
+    handled(engine, medical[2], "001", 30, 300, "DISPM", ("medical", 3, 250))
     fire = raised(engine, routing, "E110", "13", "004")
-    handled(engine, fire, "002", 5, 50, "FAE")
+    handled(engine, fire, "002", 5, 50, "FAE", ("fire", 0, 30))
     act(engine, lambda c: storm.switch(c, "SUP", ["ACPWR"], True, T0))
     power = raised(engine, routing, "E301", "13", "000")
     act(engine, lambda c: storm.resolve(c, "SUP", [power], "RSTR", "", T0 + 600 * SECOND))
-    next_day = raised(engine, routing, "E130", "13", "005")
+    next_day = raised(engine, routing, "E100", "13", "005")
     act(engine, lambda c: handling.sign_on(c, "002", T0, receiving=False))
     handled(engine, next_day, "002", 60, DAY // SECOND, "FA")
     raised(engine, routing, "E130", "12", "006")
     with write_transaction(engine) as conn:
         rows = [("police", 2, T0 + 150 * SECOND), ("police", 2, T0 + 250 * SECOND),
-                ("fire", 0, T0 + 30 * SECOND), ("police", 4, T0 + DAY)]  # fmt: skip
+                ("police", 4, T0 + DAY)]  # fmt: skip
         for agency, avs, at_us in rows:
             conn.execute(
                 insert(s.dispatch).values(
-                    alarm_id=burglaries[0],
+                    alarm_id=medical[0],
                     account_number=ACME,
                     agency=agency,
                     avs=avs,
@@ -129,10 +143,10 @@ def test_handled_per_type_and_per_operator_with_median_and_p90(seeded: Engine) -
     got = report(seeded)
     assert got["handled"] == 5
     by_type = {t["type"]: t for t in got["by_type"]}
-    assert list(by_type) == ["ACPWR", "BURG", "FIRE"]
-    assert by_type["BURG"]["handled"] == 3
-    assert by_type["BURG"]["take"] == spread(3, 20.0, 28.0)
-    assert by_type["BURG"]["resolve"] == spread(3, 200.0, 280.0)
+    assert list(by_type) == ["ACPWR", "FIRE", "MED"]
+    assert by_type["MED"]["handled"] == 3
+    assert by_type["MED"]["take"] == spread(3, 20.0, 28.0)
+    assert by_type["MED"]["resolve"] == spread(3, 200.0, 280.0)
     assert by_type["FIRE"]["take"] == spread(1, 5.0, 5.0)
     assert by_type["FIRE"]["resolve"] == spread(1, 50.0, 50.0)
     assert by_type["ACPWR"]["take"] == spread(0, None, None)  # never taken: the storm list
@@ -143,13 +157,14 @@ def test_handled_per_type_and_per_operator_with_median_and_p90(seeded: Engine) -
         ("002", "Bob", 1),
         ("SUP", "Sue", 1),
     ]
-    assert by_operator["001"]["take"] == by_type["BURG"]["take"]
+    assert by_operator["001"]["take"] == by_type["MED"]["take"]
     assert got["take"] == spread(4, 15.0, 27.0)  # 5, 10, 20, 30
 
 
 def test_dispatches_by_agency_and_avs_level(seeded: Engine) -> None:
     assert report(seeded)["dispatches"] == [
         {"agency": "fire", "avs": 0, "count": 1},
+        {"agency": "medical", "avs": 3, "count": 1},
         {"agency": "police", "avs": 2, "count": 2},
     ]
 

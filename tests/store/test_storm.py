@@ -227,6 +227,8 @@ def test_batch_resolution_resolves_in_one_go_with_a_record_each(engine: Engine) 
     assert alarm(engine, power[2])["state"] == "storm"
     refused = refusal(lambda: act(engine, lambda c: storm.resolve(c, "SUP", None, "NOPE", "", at)))
     assert refused.code == "OPS-RESOLUTION"
+    refused = refusal(lambda: act(engine, lambda c: storm.resolve(c, "SUP", None, "DISP", "", at)))
+    assert (refused.code, refused.status) == ("OPS-DISPATCH", 409)  # none was dispatched
     refused = refusal(lambda: act(engine, lambda c: storm.resolve(c, "001", None, "RSTR", "", at)))
     assert refused.code == "OPS-ROLE"
 

@@ -31,6 +31,7 @@ COMMANDS = {
     "operator": "operators:operator_group",
     "resolution": "operators:resolution",
     "alarmtype": "operators:alarmtype",
+    "plan": "plans:plan_group",
     "pending": "queues:pending",
     "in-process": "queues:in_process",
     "history": "queues:history",

@@ -257,6 +257,7 @@ def account_test_interval(
 @click.option("--fire", metavar="CODE", help="The fire agency ('' for none).")
 @click.option("--medical", metavar="CODE", help="The medical agency ('' for none).")
 @click.option("--permit", help="The alarm permit number ('' for none).")
+@click.option("--phone", help="The premises' phone number, the first call of a plan ('' for none).")
 @secret_option(
     "--duress-code",
     envvar="ALARMHUB_DURESS_CODE",
@@ -275,13 +276,14 @@ def account_set(
     fire: str | None,
     medical: str | None,
     permit: str | None,
+    phone: str | None,
     duress_code: str | None,
     clear_duress_code: bool,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
-    """Set ACCOUNT's response data: its agencies (codes from 'agency list'), its alarm permit
-    and its duress code. What is not named stays as it was."""
+    """Set ACCOUNT's response data: its agencies (codes from 'agency list'), its alarm permit,
+    its premises phone and its duress code. What is not named stays as it was."""
     from alarmhub.store import response
 
     if duress_code is not None and clear_duress_code:
@@ -293,6 +295,7 @@ def account_set(
         permit,
         response.hash_passcode(duress_code) if duress_code is not None else None,
         clear_duress_code,
+        phone,
     )
     emit(as_json, shown, lambda: click.echo(f"account {account_number} set"))
 

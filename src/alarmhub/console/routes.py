@@ -32,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub.clock import now_us
-from alarmhub.console import calls, inputs, pages, security, views
+from alarmhub.console import calls, inputs, pages, plan_actions, security, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.console.supervising import Supervising
@@ -343,6 +343,12 @@ class Console:
     async def passcode(self, request: Request, session: Session) -> dict[str, Any]:
         return await calls.check_passcode(self, _body, request, session)
 
+    async def dispatch(self, request: Request, session: Session) -> dict[str, Any]:
+        return await plan_actions.dispatch_agency(self, _body, request, session)
+
+    async def step(self, request: Request, session: Session) -> dict[str, Any]:
+        return await plan_actions.acknowledge_step(self, _body, request, session)
+
     async def note(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
         text = inputs.required(await _body(request, {"text": str}), "text")
@@ -400,6 +406,8 @@ class Console:
             ("/alarms/{alarm_id}/take-over", self.take_over),
             ("/alarms/{alarm_id}/call", self.call),
             ("/alarms/{alarm_id}/passcode", self.passcode),
+            ("/alarms/{alarm_id}/dispatch", self.dispatch),
+            ("/alarms/{alarm_id}/step", self.step),
             ("/alarms/{alarm_id}/note", self.note),
             ("/alarms/{alarm_id}/hold", self.hold),
             ("/alarms/{alarm_id}/resolve", self.resolve),

@@ -161,6 +161,7 @@ def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
         "events": [pick(e, EVENT_FIELDS) for e in found["events"]],
         "history": [pick(e, EVENT_FIELDS) for e in found["history"]],
         "response": found.get("response"),
+        "plan": found.get("plan"),
         "server_us": now_us,
     }
 

@@ -84,6 +84,8 @@ class Action(StrEnum):
     STORM_ON = "STMON"
     STORM_OFF = "STMOF"
     STORM_RESOLVE = "STMRS"
+    DISPATCH = "DISP"
+    STEP = "STEP"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -252,6 +254,9 @@ def hold_until(now_us: int, minutes: int) -> int:
     return now_us + units.minutes_us(minutes)
 
 
+_SPOKEN = frozenset({Action.DISPATCH, Action.STEP})
+
+
 def audit_text(action: Action, operator: str, detail: str = "") -> str:
     """HIST_TEXT of an operator record (the full note is kept beside it)."""
     words = {
@@ -271,10 +276,12 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.STORM_ON: "STORM MODE ON",
         Action.STORM_OFF: "STORM MODE OFF",
         Action.STORM_RESOLVE: "RESOLVED STORM LIST",
+        Action.DISPATCH: "DISPATCHED",
+        Action.STEP: "DID STEP",
     }[action]
     text = f"OPR {operator} {words}"
-    if detail:
-        text = f"{text}: {detail}"
+    if detail:  # what a dispatch was follows as words of the sentence (decisions section 8)
+        text = f"{text} {detail}" if action in _SPOKEN else f"{text}: {detail}"
     return text[:80]
 
 

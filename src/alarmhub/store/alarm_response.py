@@ -112,18 +112,24 @@ def list_sizes(conn: Connection, accounts: Iterable[str]) -> dict[str, dict[str,
 
 
 def account_response(conn: Connection, account_number: str) -> dict[str, Any]:
-    """An account's agencies (with name and phone), permit, and whether it has a duress code."""
+    """An account's agencies (with name and phone), permit, premises phone, and whether it has
+    a duress code."""
     row = (
         conn.execute(
             select(
-                ACCOUNT.police, ACCOUNT.fire, ACCOUNT.medical, ACCOUNT.permit, ACCOUNT.duress_hash
+                ACCOUNT.police,
+                ACCOUNT.fire,
+                ACCOUNT.medical,
+                ACCOUNT.permit,
+                ACCOUNT.duress_hash,
+                ACCOUNT.phone,
             ).where(ACCOUNT.account_number == account_number)
         )
         .mappings()
         .first()
     )
     if row is None:
-        return {"agencies": [], "permit": "", "has_duress_code": False}
+        return {"agencies": [], "permit": "", "phone": "", "has_duress_code": False}
     codes = [row[kind] for kind in AGENCY_KINDS if row[kind]]
     found = {
         r["code"]: plain(r)
@@ -136,6 +142,7 @@ def account_response(conn: Connection, account_number: str) -> dict[str, Any]:
     return {
         "agencies": [found[code] for code in codes if code in found],
         "permit": row["permit"] or "",
+        "phone": row["phone"] or "",
         "has_duress_code": row["duress_hash"] is not None,
     }
 

@@ -21,7 +21,7 @@ from alarmhub.core import response
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
-from alarmhub.store import alarm_response, provisioning, queries, schema
+from alarmhub.store import alarm_response, plans, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
@@ -346,6 +346,7 @@ def resolve(
     go to history."""
     chosen = checked_resolution(conn, resolution, note)
     _, row = holding_alarm(conn, code, alarm_id)
+    plans.check_resolution(conn, row, chosen.code)
     close(conn, code, [row], chosen, AlarmState.IN_PROCESS, now_us)
     provisioning.bump_revision(conn, queries.QUEUE)
     hand_out(conn, now_us, only=code)

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Select, bindparam, func, or_, select
 from alarmhub.core import operations as ops
 from alarmhub.core import units
 from alarmhub.core.operations import UNRESOLVED_STATES, AlarmState
-from alarmhub.store import alarm_response, schema
+from alarmhub.store import alarm_response, plans, schema
 from alarmhub.store.statistics import first_signal_since
 
 PENDING = AlarmState.PENDING
@@ -239,4 +239,5 @@ def alarm_detail(conn: Connection, alarm_id: int, history_limit: int = 50) -> di
         "events": [dict(r) for r in of_alarm],
         "history": recent,
         "response": response,
+        "plan": plans.plan_view(conn, row),
     }

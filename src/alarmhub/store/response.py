@@ -439,9 +439,10 @@ def set_account_response(
     permit: str | None = None,
     duress_hash: str | None = None,
     clear_duress: bool = False,
+    phone: str | None = None,
 ) -> dict[str, Any]:
-    """Assign agencies (by kind: police, fire, medical; ``""`` unassigns), the permit and the
-    duress code's hash to an account."""
+    """Assign agencies (by kind: police, fire, medical; ``""`` unassigns), the permit, the
+    duress code's hash and the premises phone (``""`` clears it) to an account."""
     values: dict[str, Any] = {}
     with write_transaction(engine) as conn:
         _need_account(conn, account_number)
@@ -457,6 +458,9 @@ def set_account_response(
             values["permit"] = permit.strip() or None
         if duress_hash is not None or clear_duress:
             values["duress_hash"] = duress_hash
+        if phone is not None:
+            _checked(rules.phone_problem(phone) if phone.strip() else None)
+            values["phone"] = phone.strip() or None
         if values:
             conn.execute(
                 update(schema.account)

@@ -402,6 +402,19 @@ dispatch = Table(
 """Agencies dispatched for alarms: which (police, fire, medical, and the account's agency of that
 kind), the AVS-01 level the operator assigned, the agency's reference, who and when."""
 Index("ix_dispatch_alarm", dispatch.c.alarm_id)
+
+step_done = Table(
+    "step_done",
+    metadata,
+    Column("alarm_id", BigInteger, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("opr", String(3), nullable=False),
+    Column("at_us", BigInteger, nullable=False),
+    Column("note", String(2000), nullable=False),
+    PrimaryKeyConstraint("alarm_id", "position"),
+)
+"""Steps of an alarm's plan that nothing else shows done (review video, an instruction), as the
+operator acknowledged them, with their note."""
 Index("ix_dispatch_time", dispatch.c.at_us)
 
 # operators ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from alarmhub.core import operations as ops
+from alarmhub.core import plans
 from alarmhub.core import storm as rules
 from alarmhub.core.alarm_types import merged
 from alarmhub.core.errors import ActionRefused
@@ -138,9 +139,17 @@ def resolve(
     """Resolve alarms of the storm list in one go, as supervisor ``code``: those named
     (``alarm_ids``; refused, changing nothing, if one is not on the storm list), or, when None,
     the whole list (of ``types`` only, when given). A RESOLVE record for each, one STMRS record
-    for the batch. How many were resolved."""
+    for the batch. How many were resolved.
+
+    Nobody handled these alarms, so none was dispatched: a resolution that means a dispatch is
+    refused (OPS-DISPATCH); the steps of their plans are not asked for (the batch is the
+    supervisor's decision, as the storm mode was)."""
     who = _requester(conn, code, "resolve the storm list")
     chosen = handling.checked_resolution(conn, resolution, note)
+    if plans.dispatch_needed(chosen.code) is not None:  # nobody handled them: none dispatched
+        raise ActionRefused(
+            "OPS-DISPATCH", f"{chosen.code} means a dispatch: the storm list's alarms had none"
+        )
     query = select(schema.alarm).where(ALARM.state == AlarmState.STORM)
     if alarm_ids is not None:
         query = query.where(ALARM.alarm_id.in_(alarm_ids))
