@@ -1,7 +1,8 @@
 // alarmhub operator console, the alarm screen's response data: the call list of the alarm's
 // type in order (who has been tried and how, the next contact to call), the zone, the agencies
-// and permit; logging a call with its contact, number and outcome; the passcode check. Builds
-// on console.js (window.alarmhub); every text from the server goes in with textContent.
+// and permit; logging a call with its contact (or the premises), number and outcome; the
+// passcode check. Builds on console.js (window.alarmhub); every text from the server goes in
+// with textContent.
 "use strict";
 
 (() => {
@@ -16,9 +17,11 @@
   };
   const OUTCOME_KEYS = { a: "answered", n: "no-answer", b: "busy", l: "left-message", w: "wrong-number" };
   const AGENCY_NAMES = { police: "Police", fire: "Fire", medical: "Medical" };
+  const PREMISES = "premises"; // the call form's choice of the account's own phone
 
   let shown = null;          // the response data on screen, and whether the alarm is mine
   let mine = false;
+  let premises = "";         // the account's premises phone
   let focusPasscode = false; // P pressed before the alarm screen was drawn
   let answerFor = null;      // the alarm the passcode answer on screen belongs to
 
@@ -87,6 +90,7 @@
     const alarmId = detail.alarm.alarm_id;
     mine = mineInProcess;
     shown = response || null;
+    premises = (response && response.phone) || "";
     if (answerFor !== alarmId) {
       answerFor = null;
       showAnswer(null);
@@ -123,6 +127,7 @@
     const select = $("#call-contact");
     const chosen = select.value;
     const options = contacts().map((c, i) => el("option", { value: String(c.id) }, `${i + 1}  ${c.name}`));
+    if (premises) options.push(el("option", { value: PREMISES }, `the premises  ${premises}`));
     options.push(el("option", { value: "" }, "someone else (describe below)"));
     select.replaceChildren(...options);
     if (chosen && [...select.options].some((o) => o.value === chosen)) select.value = chosen;
@@ -131,15 +136,16 @@
 
   function fillPhones(wanted) {
     const select = $("#call-phone");
-    const contact = contacts().find((c) => String(c.id) === $("#call-contact").value);
-    const phones = contact ? contact.phones : [];
+    const chosen = $("#call-contact").value;
+    const contact = contacts().find((c) => String(c.id) === chosen);
+    const phones = chosen === PREMISES ? [{ number: premises, kind: "" }] : contact ? contact.phones : [];
     select.replaceChildren(...phones.map((p) => el("option", { value: p.number }, phoneText(p))));
     if (wanted) select.value = wanted;
   }
 
   function showWho() {
     const some = $("#call-contact").value !== "";
-    $("#call-who").hidden = contacts().length === 0;
+    $("#call-who").hidden = contacts().length === 0 && !premises;
     $("#call-outcomes").hidden = !some;
     $("#call-phone").disabled = !some;
     $("#call-text-label").textContent = some
@@ -159,6 +165,10 @@
     if (name !== "call") return;
     fillContacts();
     const list = contacts();
+    if (!list.length && premises) {
+      choose(PREMISES);
+      return;
+    }
     if (!list.length) {
       $("#call-contact").value = "";
       showWho();
@@ -172,19 +182,45 @@
     $("#call-contact").focus();
   }
 
+  function openIsMine() {
+    const d = hub.state.detail;
+    if (d && mine && hub.state.openId === d.alarm.alarm_id) return true;
+    hub.banner("No alarm of yours is open.");
+    return false;
+  }
+
   function callContact(number) {
     const contact = contacts()[number - 1];
-    const d = hub.state.detail;
-    if (!d || !mine || hub.state.openId !== d.alarm.alarm_id) {
-      hub.banner("No alarm of yours is open.");
-      return;
-    }
+    if (!openIsMine()) return;
     if (!contact) {
       hub.banner(`The call list has no contact ${number}.`);
       return;
     }
     if ($("#form-call").hidden) hub.openForm("call");
     choose(contact.id);
+  }
+
+  function callPremises() {
+    if (!openIsMine()) return;
+    if (!premises) {
+      hub.banner("The account has no premises phone.");
+      return;
+    }
+    if ($("#form-call").hidden) hub.openForm("call");
+    choose(PREMISES);
+  }
+
+  // the cursor on the call list: the next contact's first number (Enter logs a call to it)
+  function focusCallList() {
+    if (!openIsMine()) return;
+    const button = $("#call-list tr.next button.phone") || $("#call-list button.phone");
+    if (!button) {
+      hub.banner("The alarm's call list has no one on it.");
+      return;
+    }
+    hub.hideForms();
+    button.scrollIntoView({ block: "nearest" });
+    button.focus();
   }
 
   function onCallKey(e) {
@@ -219,7 +255,8 @@
       $("#call-outcomes input").focus();
       return;
     }
-    const body = { contact_id: Number(contact), phone: $("#call-phone").value, outcome: outcome.value };
+    const body = { phone: $("#call-phone").value, outcome: outcome.value };
+    if (contact !== PREMISES) body.contact_id = Number(contact);
     if (text.trim()) body.text = text;
     hub.act("call", body);
   }
@@ -273,6 +310,7 @@
   hub.hooks.formOpened.push(formOpened);
   for (let n = 1; n <= 9; n += 1) hub.hooks.keys[String(n)] = () => callContact(n);
   hub.hooks.keys.p = passcodeKey;
+  Object.assign(hub, { callPremises, focusCallList, focusPasscode: passcodeKey });
   $("#form-call").addEventListener("submit", submitCall);
   $("#form-call").addEventListener("keydown", onCallKey);
   $("#call-contact").addEventListener("change", () => { fillPhones(); showWho(); });

@@ -1,8 +1,8 @@
 // alarmhub operator console: live queues from /console/events, the alarm screen and its
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
-// passcode checks on the alarm screen) and accounts.js (admins' data entry) build on what this
-// file shares as window.alarmhub.
+// passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches) and
+// accounts.js (admins' data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
 (() => {
@@ -13,9 +13,9 @@
     role: meta.dataset.role,
     supervisor: meta.dataset.supervisor === "yes",
   };
-  // what the other scripts add: after the alarm screen is drawn, after a form opens, keys,
-  // after each snapshot of the queues, after a view is shown
-  const hooks = { detail: [], formOpened: [], keys: {}, snapshot: [], viewShown: [] };
+  // what the other scripts add: after the alarm screen is drawn, after a form opens, after an
+  // action is refused, keys, after each snapshot of the queues, after a view is shown
+  const hooks = { detail: [], formOpened: [], refused: [], keys: {}, snapshot: [], viewShown: [] };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
   const PALETTE = [
@@ -582,7 +582,7 @@
 
   // actions ------------------------------------------------------------------------------------
 
-  const FORMS = ["call", "note", "hold", "resolve"];
+  const FORMS = ["call", "note", "hold", "resolve"]; // the other scripts add theirs
 
   function anyFormOpen() {
     return FORMS.some((name) => !$(`#form-${name}`).hidden);
@@ -629,6 +629,7 @@
       await loadDetail();
     } catch (err) {
       showError(err.message);
+      for (const hook of hooks.refused) hook(path, err);
     }
   }
 
@@ -807,7 +808,7 @@
   }
 
   window.alarmhub = {
-    api, el, $, banner, when, paint, me, state, hooks,
+    api, el, $, banner, when, paint, me, state, hooks, forms: FORMS,
     act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm, showView, duration,
   };
   start();
