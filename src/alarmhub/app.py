@@ -201,5 +201,5 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
             settings.rest_max_body_bytes,
             settings.xmhist_max_records,
         )
-        routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed)
+        routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed, settings.zone)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

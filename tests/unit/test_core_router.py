@@ -26,6 +26,7 @@ from alarmhub.core.alarm_types import (
     AlarmType,
     alarm_type_problem,
 )
+from alarmhub.core.operations import AlarmState
 from alarmhub.core.router import (
     HistoryEvent,
     Repository,
@@ -62,6 +63,8 @@ class FakeRepository:
     closed: set[int] = field(default_factory=set)  # alarms resolved by an operator
     zones: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     users: dict[str, dict[str, str]] = field(default_factory=dict)
+    storm_types: frozenset[str] = frozenset()
+    states: dict[int, AlarmState] = field(default_factory=dict)
 
     def line_mask(self, dnis: str) -> str | None:
         return self.masks.get(dnis)
@@ -108,10 +111,13 @@ class FakeRepository:
         self.last_incident += 1
         return self.last_incident
 
-    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
+    def add_alarm(
+        self, alarm: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
+    ) -> None:
         assert alarm.incident_number not in self.alarms, "an alarm id given out twice"
         self.alarms[alarm.incident_number] = alarm
         self.pending_us[alarm.incident_number] = pending_us
+        self.states[alarm.incident_number] = state
 
     def add_history(self, event: HistoryEvent) -> None:
         self.history.append(event)
@@ -782,3 +788,62 @@ def test_hist_text_with_a_description_is_cut_to_80_characters(
     repo.alarm_types["130"] = replace(repo.alarm_types["130"], hist_text="X" * 60)
     router.route(repo, repo.signal("E130", area="01", zone="015"), T0)
     assert repo.history[-1].hist_text == "X" * 60 + " " + "D" * 19
+
+
+# storm mode (core.storm): by TYPE, to the storm list instead of pending ------------------------
+
+
+def test_an_alarm_of_a_storm_type_goes_to_the_storm_list(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.storm_types = frozenset({"ACPWR"})
+    event = route(router, repo, repo.signal("E301", zone="000"))  # AC power loss
+    assert event.type == "ACPWR"
+    assert event.path is RoutePath.STORM
+    assert event.alarm_category == OPERATOR_HANDLED
+    assert event.alarm_id == event.incident_number
+    assert repo.states[event.incident_number] is AlarmState.STORM
+    assert repo.alarms[event.incident_number].path is RoutePath.STORM
+
+
+def test_the_same_account_s_alarm_of_another_type_still_pends(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.storm_types = frozenset({"ACPWR"})
+    stormed = route(router, repo, repo.signal("E301", zone="000"))
+    burglary = route(router, repo, repo.signal("E130", zone="015"))
+    assert stormed.account_number == burglary.account_number == ACCOUNT
+    assert burglary.path is RoutePath.PENDING
+    assert repo.states[burglary.incident_number] is AlarmState.PENDING
+    assert repo.states[stormed.incident_number] is AlarmState.STORM
+
+
+def test_a_restoral_links_to_the_alarm_on_the_storm_list(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.storm_types = frozenset({"ACPWR"})
+    stormed = route(router, repo, repo.signal("E301", zone="000"))
+    restoral = route(router, repo, repo.signal("R301", zone="000"))
+    assert restoral.path is RoutePath.RESTORE
+    assert restoral.alarm_id == stormed.incident_number
+    assert stormed.incident_number in repo.restored_us
+
+
+def test_a_system_alarm_of_a_storm_type_goes_to_the_storm_list_keeping_its_path(
+    repo: FakeRepository,
+) -> None:
+    repo.storm_types = frozenset({FAIL_TO_TEST.type})
+    number = Router.raise_alarm(repo, FAIL_TO_TEST, ACCOUNT, FAIL_TO_TEST.name, T0)
+    assert repo.states[number] is AlarmState.STORM
+    assert repo.events_of(number)[0].path is RoutePath.SYSTEM
+    other = Router.raise_alarm(repo, SOURCE_FAILURE, "", SOURCE_FAILURE.name, T0)
+    assert repo.states[other] is AlarmState.PENDING
+
+
+def test_unknown_accounts_pend_whatever_is_in_storm_mode(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.storm_types = frozenset({"ACPWR", UNKNOWN_ACCOUNT.type})
+    event = route(router, repo, repo.signal("E301", panel="99", zone="000"))
+    assert event.path is RoutePath.UNKNOWN
+    assert repo.states[event.alarm_id or 0] is AlarmState.PENDING

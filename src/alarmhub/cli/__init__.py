@@ -40,6 +40,8 @@ COMMANDS = {
     "heartbeat": "integrator:heartbeat",
     "query": "integrator:query",
     "dc09": "dc09:dc09_group",
+    "storm": "storm:storm_group",
+    "report": "reports:report_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
-from alarmhub.store import queries, statistics
+from alarmhub.store import queries, statistics, storm
 from alarmhub.store.provisioning import notify_channel
 
 log = logging.getLogger("alarmhub.console")
@@ -72,7 +72,8 @@ class Subscriber:
 
 class LiveFeed:
     """Watches ``queue_revision`` a few times a second while consoles are connected and
-    publishes a snapshot (pending, in process, on hold, operators, server time) on change."""
+    publishes a snapshot (pending, in process, on hold, operators, the TYPEs in storm mode
+    and the size of the storm list, server time) on change."""
 
     def __init__(self, engine: Engine, poll_seconds: float = POLL_SECONDS) -> None:
         self._engine = engine
@@ -207,6 +208,7 @@ class LiveFeed:
             in_process = queries.alarms_in(conn, AlarmState.IN_PROCESS)
             on_hold = queries.alarms_in(conn, AlarmState.ON_HOLD)
             statuses = queries.operator_statuses(conn)
+            storm_status = storm.status(conn)
         snapshot = {
             "revision": revision,
             "server_us": now_us(),
@@ -216,6 +218,7 @@ class LiveFeed:
             "in_process": views.queue(in_process),
             "on_hold": views.queue(on_hold),
             "operators": views.operator_statuses(statuses, in_process),
+            "storm": storm_status,
         }
         return revision, snapshot
 

@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import tzinfo
 from functools import partial
 from importlib import resources
 from typing import Any, Protocol, TypeVar
@@ -34,6 +35,7 @@ from alarmhub.clock import now_us
 from alarmhub.console import calls, inputs, pages, plan_actions, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
+from alarmhub.console.supervising import Supervising
 from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
 from alarmhub.core.operations import Operator, operator_code_problem
@@ -113,12 +115,15 @@ class StaticHeaders:
 
 class Console:
     """The console's endpoints: reads from ``engine``, writes through ``writer``, the live
-    feed from ``feed``."""
+    feed from ``feed``; dates the station's time zone ``zone`` (the machine's when None)."""
 
-    def __init__(self, engine: Engine, writer: Writer, feed: LiveFeed) -> None:
+    def __init__(
+        self, engine: Engine, writer: Writer, feed: LiveFeed, zone: tzinfo | None = None
+    ) -> None:
         self.engine = engine
         self.writer = writer
         self.feed = feed
+        self.zone = zone
         self.throttle = SignInThrottle()
         self.checks = security.FairChecks()
         self.unknown = security.UnknownSessions()
@@ -415,6 +420,7 @@ class Console:
             *[Route(API + p, self.api(h, writes=False), methods=["GET"]) for p, h in reads],
             *[Route(API + p, self.api(h, writes=True), methods=["POST"]) for p, h in writes],
             *AccountData(self.engine, self.api).routes(API),
+            *Supervising(self, _body, self.zone).routes(self.api, API),
             Mount(
                 "/console/static",
                 app=StaticHeaders(StaticFiles(directory=str(static))),
@@ -462,6 +468,8 @@ def _who(session: Session) -> dict[str, str]:
     return {"operator": session.code}
 
 
-def routes(engine: Engine, writer: Writer, feed: LiveFeed) -> list[BaseRoute]:
+def routes(
+    engine: Engine, writer: Writer, feed: LiveFeed, zone: tzinfo | None = None
+) -> list[BaseRoute]:
     """The console's routes (mounted with the query interface)."""
-    return Console(engine, writer, feed).routes()
+    return Console(engine, writer, feed, zone).routes()

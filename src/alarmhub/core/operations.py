@@ -5,7 +5,9 @@ neighbours) applies them inside one transaction.
 
 States: ``pending`` -> ``in_process`` (an operator took it, or was handed it) -> ``resolved``;
 ``in_process`` -> ``on_hold`` (reason and minutes) -> ``pending`` when the time is up, marked
-BEEN_ON_HOLD. Every action is written to history as an OPERATOR record (SEARCHTYPE=OPR).
+BEEN_ON_HOLD; ``storm`` (a new alarm of a TYPE in storm mode, ``core.storm``) -> ``resolved``
+by a supervisor's batch resolution. Every action is written to history as an OPERATOR record
+(SEARCHTYPE=OPR).
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ class AlarmState(StrEnum):
     IN_PROCESS = "in_process"
     ON_HOLD = "on_hold"
     RESOLVED = "resolved"
+    STORM = "storm"  # on the storm list: its TYPE was in storm mode when it was raised
 
 
 OPEN_STATES = (AlarmState.PENDING, AlarmState.IN_PROCESS, AlarmState.ON_HOLD)
+"""The states of the queues operators work."""
+UNRESOLVED_STATES = (*OPEN_STATES, AlarmState.STORM)
+"""Every state but resolved: a restoral links to such an alarm, and its events are unsettled."""
 
 
 class Role(StrEnum):
@@ -76,6 +82,9 @@ class Action(StrEnum):
     TAKE_OVER = "TKOVR"
     RESOLVE = "RSLV"
     PASSCODE = "PASS"
+    STORM_ON = "STMON"
+    STORM_OFF = "STMOF"
+    STORM_RESOLVE = "STMRS"
     DISPATCH = "DISP"
     STEP = "STEP"
     MOVE = "MOVE"
@@ -95,6 +104,8 @@ DEFAULT_RESOLUTIONS: dict[str, str] = {
     "RSTR": "RESTORED - NO ACTION NEEDED",
 }
 """Shipped resolution codes; a station adds, changes and removes its own."""
+FALSE_ALARM_CODES = ("FA", "FAE")
+"""The resolutions that say an alarm was false (the handling report counts them by account)."""
 
 
 def not_found(alarm_id: int) -> ActionRefused:
@@ -159,6 +170,12 @@ def check_active(operator: Operator) -> None:
         raise ActionRefused("OPS-DISABLED", f"operator {operator.code} is disabled", 403)
     if not operator.signed_on:
         raise ActionRefused("OPS-SIGNON", f"operator {operator.code} is not signed on", 403)
+
+
+def check_supervising(operator: Operator, what: str) -> None:
+    """What only supervisors and admins do (storm mode, the reports): refused to operators."""
+    if operator.role not in SUPERVISING_ROLES:
+        raise ActionRefused("OPS-ROLE", f"only a supervisor can {what}", 403)
 
 
 def check_take(operator: Operator, alarm: AlarmHeld | None, alarm_id: int) -> None:
@@ -258,6 +275,9 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.TAKE_OVER: "TOOK OVER ALARM",
         Action.RESOLVE: "RESOLVED",
         Action.PASSCODE: "PASSCODE CHECK",
+        Action.STORM_ON: "STORM MODE ON",
+        Action.STORM_OFF: "STORM MODE OFF",
+        Action.STORM_RESOLVE: "RESOLVED STORM LIST",
         Action.DISPATCH: "DISPATCHED",
         Action.STEP: "DID STEP",
         Action.MOVE: "MOVED ALARM",

@@ -3,6 +3,11 @@ and the alarms the system raises itself. Pure rules over a repository the store 
 
 Every history event records its path in PR_CHECKSUM (one of ``RoutePath``).
 
+Storm mode (``core.storm``): a signal's alarm whose TYPE is in storm mode goes to the storm list,
+not to pending, and its event's path is STORM; an alarm the system raises itself goes there by
+the same rule and keeps the path SYSTEM (XMHIST's SERVICEONLY=Y still finds it), the alarm's
+state saying where it went.
+
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
 a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
 open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
@@ -17,7 +22,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, response, system_alarms
+from alarmhub.core import dc09, response, storm, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -28,6 +33,7 @@ from alarmhub.core.alarm_types import (
     SystemAlarm,
 )
 from alarmhub.core.line_mask import apply_mask
+from alarmhub.core.operations import AlarmState
 from alarmhub.core.runaway import RunawayMonitor, RunawayVerdict
 from alarmhub.core.signal import Signal
 
@@ -49,6 +55,7 @@ class RoutePath(StrEnum):
     UNKNOWN = "UNKNOWN"  # unknown dnis, unfitting panel or unknown account: an alarm for it
     SYSTEM = "SYSTEM"  # an alarm the system raised itself, or its restoral
     OPERATOR = "OPERATOR"  # an operator's action on an alarm
+    STORM = "STORM"  # an operator-handled event whose TYPE is in storm mode: the storm list
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +126,11 @@ class Repository(Protocol):
         ...
 
     def alarm_type(self, event_code: str) -> AlarmType: ...
+    @property
+    def storm_types(self) -> frozenset[str]:
+        """The alarm TYPEs in storm mode."""
+        ...
+
     def open_alarm(
         self, account_number: str, event_code: str, area: str, zone: str
     ) -> int | None: ...
@@ -132,8 +144,10 @@ class Repository(Protocol):
         ...
 
     def new_incident_number(self) -> int: ...
-    def add_alarm(self, event: HistoryEvent, pending_us: int) -> None:
-        """Put the alarm ``event`` raises into the pending queue."""
+    def add_alarm(
+        self, event: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
+    ) -> None:
+        """Put the alarm ``event`` raises into the pending queue (or the storm list)."""
         ...
 
     def add_history(self, event: HistoryEvent) -> None: ...
@@ -161,7 +175,7 @@ def runaway_key(account_number: str, dnis: str, panel: str) -> str:
     return account_number or f"?{dnis}/{panel}"
 
 
-SIGNAL_PATHS = frozenset({"PENDING", "HISTORY", "RESTORE", "RUNAWAY", "UNKNOWN"})
+SIGNAL_PATHS = frozenset({"PENDING", "HISTORY", "RESTORE", "RUNAWAY", "UNKNOWN", "STORM"})
 
 
 def _cut(text: str) -> str:
@@ -180,7 +194,7 @@ class _Kind:
     second_zone_is: str
 
 
-_RAISING = frozenset({RoutePath.PENDING, RoutePath.UNKNOWN})
+_RAISING = frozenset({RoutePath.PENDING, RoutePath.UNKNOWN, RoutePath.STORM})
 
 
 def _event(
@@ -297,11 +311,18 @@ class Router:
                         repo, FAIL_TO_TEST, ended, account, FAIL_TO_TEST.name, now_us
                     )
             return
+        storm_types = repo.storm_types
+        if storm_types and storm.new_alarm_state(kind.type, storm_types) is AlarmState.STORM:
+            stormed = _event(signal, account, kind, RoutePath.STORM)
+            repo.add_alarm(stormed, now_us, AlarmState.STORM)
+            repo.add_history(stormed)
+            return
         self._raise(repo, _event(signal, account, kind, RoutePath.PENDING), now_us)
 
     @staticmethod
     def _raise(repo: Repository, history: HistoryEvent, now_us: int) -> None:
-        """A signal that raises an alarm: the alarm (numbered as the signal) and its event."""
+        """A signal that raises a pending alarm: the alarm (numbered as the signal) and its
+        event."""
         repo.add_alarm(history, now_us)
         repo.add_history(history)
 
@@ -320,7 +341,8 @@ class Router:
         now_us: int,
         signal: StoredSignal | None = None,
     ) -> int:
-        """Raise one of the system's own alarms: a pending alarm and its history event."""
+        """Raise one of the system's own alarms: a pending alarm (or one on the storm list)
+        and its history event."""
         number = repo.new_incident_number()
         history = HistoryEvent(
             account_number=account,
@@ -338,7 +360,7 @@ class Router:
             dnis=signal.dnis if signal else "",
             panel=signal.panel if signal else "",
         )
-        repo.add_alarm(history, now_us)
+        repo.add_alarm(history, now_us, storm.new_alarm_state(kind.type, repo.storm_types))
         repo.add_history(history)
         return number
 

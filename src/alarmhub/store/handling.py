@@ -395,24 +395,69 @@ def resolve(
 ) -> None:
     """Resolve the alarm: it leaves the queues; its resolution, operator and handling times
     go to history."""
+    chosen = checked_resolution(conn, resolution, note)
+    _, row = holding_alarm(conn, code, alarm_id)
+    plans.check_resolution(conn, row, chosen.code)
+    close(conn, code, [row], chosen, AlarmState.IN_PROCESS, now_us)
+    provisioning.bump_revision(conn, queries.QUEUE)
+    hand_out(conn, now_us, only=code)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """A resolution as checked: its code, the code's text and the operator's note."""
+
+    code: str
+    text: str
+    note: str
+
+
+def checked_resolution(conn: Connection, resolution: str, note: str) -> Resolution:
+    """A resolution code the station has and a note of acceptable length."""
     resolution = resolution.strip().upper()
     text = ops.check_resolution(resolution, resolution_codes(conn))
     note = note.strip()
     if len(note) > ops.NOTE_MAX:
         raise ActionRefused("OPS-NOTE", f"note longer than {ops.NOTE_MAX} characters", 422)
-    _, row = holding_alarm(conn, code, alarm_id)
-    plans.check_resolution(conn, row, resolution)
-    conn.execute(
-        update(schema.alarm)
-        .where(ALARM.alarm_id == alarm_id)
-        .values(state=AlarmState.RESOLVED, resolved_us=now_us, resolution=resolution)
-    )
-    times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
-    summary = ", ".join(f"{name} {value}" for name, value in times.items())
-    full = f"{resolution} {text}; {summary}" + (f"; {note}" if note else "")
-    record(conn, code, Action.RESOLVE, now_us, row, f"{resolution} {text}", note=full)
-    provisioning.bump_revision(conn, queries.QUEUE)
-    hand_out(conn, now_us, only=code)
+    return Resolution(resolution, text, note)
+
+
+_CLOSE_CHUNK = 500
+
+
+def close(
+    conn: Connection,
+    code: str,
+    rows: Sequence[Mapping[str, Any]],
+    chosen: Resolution,
+    state: AlarmState,
+    now_us: int,
+) -> None:
+    """Resolve the alarms ``rows``, each still in ``state``, by operator ``code``: they leave
+    the queues (or the storm list); each one's resolution, operator and handling times go to
+    history as a RESOLVE record. Refused, changing nothing, if one of them changed meanwhile."""
+    for start in range(0, len(rows), _CLOSE_CHUNK):
+        ids = [row["alarm_id"] for row in rows[start : start + _CLOSE_CHUNK]]
+        changed = conn.execute(
+            update(schema.alarm)
+            .where(ALARM.alarm_id.in_(ids), ALARM.state == state)
+            .values(
+                state=AlarmState.RESOLVED,
+                resolved_us=now_us,
+                resolution=chosen.code,
+                opr=code or None,
+            )
+        ).rowcount
+        if changed != len(ids):
+            raise ActionRefused("OPS-STATE", "an alarm changed meanwhile; try again")
+    detail = f"{chosen.code} {chosen.text}"
+    records = []
+    for row in rows:
+        times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
+        summary = ", ".join(f"{name} {value}" for name, value in times.items())
+        full = f"{detail}; {summary}" + (f"; {chosen.note}" if chosen.note else "")
+        records.append(_audit_row(code, Action.RESOLVE, now_us, row, row["alarm_id"], detail, full))
+    conn.execute(insert(schema.history), records)
 
 
 # the audit trail ----------------------------------------------------------------------------
@@ -428,41 +473,52 @@ def record(
     note: str | None = None,
 ) -> None:
     """One OPERATOR record in history: the action, who, when, on which alarm."""
-    if row is None:
-        number = allocate_incidents(conn, 1)
-        where: Mapping[str, Any] = {
-            "account_number": "", "code": "", "event_code": "", "area": "", "zone": "",
-            "priority": "z", "color": "", "source": "", "destination": "", "dnis": "",
-            "panel": "",
-        }  # fmt: skip
-        alarm_id = None
-    else:
-        number = alarm_id = row["alarm_id"]
-        where = row
+    number = allocate_incidents(conn, 1) if row is None else row["alarm_id"]
     conn.execute(
-        insert(schema.history).values(
-            account_number=where["account_number"],
-            incident_number=number,
-            received_us=now_us,
-            code=where["code"],
-            event_code=where["event_code"],
-            area=where["area"],
-            zone=where["zone"],
-            type=action.value,
-            opr=code or None,
-            alarm_category="O",
-            priority=where["priority"],
-            hist_text=ops.audit_text(action, code or "-", detail),
-            am_notify="N",
-            pr_checksum=RoutePath.OPERATOR.value,
-            second_zone_is="N",
-            color=where["color"],
-            video="N",
-            alarm_id=alarm_id,
-            source=where["source"],
-            destination=where["destination"],
-            dnis=where["dnis"],
-            panel=where["panel"],
-            note=note if note is not None else (detail or None),
-        )
+        insert(schema.history).values(_audit_row(code, action, now_us, row, number, detail, note))
     )
+
+
+_STATION: Mapping[str, Any] = {
+    "account_number": "", "code": "", "event_code": "", "area": "", "zone": "",
+    "priority": "z", "color": "", "source": "", "destination": "", "dnis": "", "panel": "",
+}  # fmt: skip
+"""Where a record of no alarm is: the station's own (account "")."""
+
+
+def _audit_row(
+    code: str,
+    action: Action,
+    now_us: int,
+    row: Mapping[str, Any] | None,
+    number: int,
+    detail: str,
+    note: str | None,
+) -> dict[str, Any]:
+    """The history row of an OPERATOR record (incident ``number``: the alarm's, or a new one)."""
+    where = _STATION if row is None else row
+    return {
+        "account_number": where["account_number"],
+        "incident_number": number,
+        "received_us": now_us,
+        "code": where["code"],
+        "event_code": where["event_code"],
+        "area": where["area"],
+        "zone": where["zone"],
+        "type": action.value,
+        "opr": code or None,
+        "alarm_category": "O",
+        "priority": where["priority"],
+        "hist_text": ops.audit_text(action, code or "-", detail),
+        "am_notify": "N",
+        "pr_checksum": RoutePath.OPERATOR.value,
+        "second_zone_is": "N",
+        "color": where["color"],
+        "video": "N",
+        "alarm_id": None if row is None else row["alarm_id"],
+        "source": where["source"],
+        "destination": where["destination"],
+        "dnis": where["dnis"],
+        "panel": where["panel"],
+        "note": note if note is not None else (detail or None),
+    }

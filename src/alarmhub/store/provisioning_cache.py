@@ -1,5 +1,5 @@
-"""The provisioning that routing reads on every signal (line masks, alarm types), cached and
-reloaded when the provisioning revision changes."""
+"""The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
+storm mode), cached and reloaded when the provisioning revision changes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, select
 
 from alarmhub.core.alarm_types import AlarmType, merged
-from alarmhub.store import provisioning, schema
+from alarmhub.store import provisioning, schema, storm
 
 
 @dataclass
@@ -18,6 +18,7 @@ class ProvisioningCache:
     revision: int = -1
     masks: dict[str, str] = field(default_factory=dict)
     alarm_types: dict[str, AlarmType] = field(default_factory=dict)
+    storm_types: frozenset[str] = frozenset()
 
     def refresh(self, conn: Connection) -> None:
         current = provisioning.revision(conn)
@@ -26,4 +27,5 @@ class ProvisioningCache:
         rows = conn.execute(select(schema.dnis.c.dnis, schema.dnis.c.line_mask))
         self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
+        self.storm_types = storm.storm_types(conn)
         self.revision = current

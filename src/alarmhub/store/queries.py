@@ -3,6 +3,7 @@ the operators' statuses), reports and the query interface see."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -10,7 +11,7 @@ from sqlalchemy import Connection, Select, bindparam, func, or_, select
 
 from alarmhub.core import operations as ops
 from alarmhub.core import units
-from alarmhub.core.operations import OPEN_STATES, AlarmState
+from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.store import alarm_response, plans, schema
 from alarmhub.store.statistics import first_signal_since
 
@@ -62,7 +63,7 @@ def account_history(
 
     Served by the index on (account_number, received_us): the cost grows with the events
     returned, not with the size of history. ``paths`` keeps only those PR_CHECKSUM paths;
-    ``settled_only`` drops events whose alarm is still open (pending or in process).
+    ``settled_only`` drops events whose alarm is not resolved yet (open, or on the storm list).
     """
     params: dict[str, Any] = {"account": account_number, "start": start_us, "stop": stop_us}
     if paths is not None:
@@ -98,7 +99,7 @@ def _history_query(
     if exclude_types:
         query = query.where(HISTORY.type.not_in(bindparam("types", expanding=True)))
     if settled_only:
-        still_open = select(ALARM.alarm_id).where(ALARM.state.in_(OPEN_STATES))
+        still_open = select(ALARM.alarm_id).where(ALARM.state.in_(UNRESOLVED_STATES))
         query = query.where(or_(HISTORY.alarm_id.is_(None), HISTORY.alarm_id.not_in(still_open)))
     if limit:
         query = query.limit(bindparam("limit"))
@@ -126,9 +127,11 @@ def unrouted_count(conn: Connection) -> int:
     return int(conn.execute(query).scalar_one())
 
 
-def alarms_in(conn: Connection, state: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """Alarms in one state, PRIORITY first, then oldest; with the account's name and address
-    (the account's state as ``account_state``)."""
+def alarms_in(
+    conn: Connection, state: str, limit: int | None = None, types: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Alarms in one state (of alarm ``types`` only, when given), PRIORITY first, then oldest;
+    with the account's name and address (the account's state as ``account_state``)."""
     query = (
         select(
             schema.alarm,
@@ -143,6 +146,8 @@ def alarms_in(conn: Connection, state: str, limit: int | None = None) -> list[di
         .where(ALARM.state == state)
         .order_by(ALARM.priority, ALARM.pending_us, ALARM.alarm_id)
     )
+    if types:
+        query = query.where(ALARM.type.in_(types))
     if limit is not None:
         query = query.limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, case, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import AlarmType
-from alarmhub.core.operations import OPEN_STATES, AlarmState
+from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, provisioning, queries, schema
@@ -51,7 +51,7 @@ ALARM_COLUMNS = (
 _alarm_values = itemgetter(*ALARM_COLUMNS)
 
 
-def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
+def _alarm_row(alarm: HistoryEvent, pending_us: int, state: AlarmState) -> dict[str, Any]:
     # spelled out: dataclasses.asdict deep-copies every value and cost half of routing's time
     return {
         "alarm_id": alarm.incident_number,
@@ -70,7 +70,7 @@ def _alarm_row(alarm: HistoryEvent, pending_us: int) -> dict[str, Any]:
         "destination": alarm.destination,
         "dnis": alarm.dnis,
         "panel": alarm.panel,
-        "state": AlarmState.PENDING.value,
+        "state": state.value,
         "pending_us": pending_us,
         "restore_us": None,
         "passcode_verified": "N",
@@ -143,6 +143,10 @@ class SqlRepository:
     def alarm_type(self, event_code: str) -> AlarmType:
         return self._cache.alarm_types[event_code]
 
+    @property
+    def storm_types(self) -> frozenset[str]:
+        return self._cache.storm_types
+
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
         key = (account_number, event_code, area, zone)
         for alarm_id in sorted(self._alarms, reverse=True):
@@ -160,7 +164,7 @@ class SqlRepository:
                 ALARM.area == area,
                 ALARM.zone == zone,
                 ALARM.restore_us.is_(None),
-                ALARM.state.in_(OPEN_STATES),
+                ALARM.state.in_(UNRESOLVED_STATES),
             )
             .order_by(ALARM.alarm_id.desc())
             .limit(1)
@@ -206,8 +210,10 @@ class SqlRepository:
     def new_incident_number(self) -> int:
         return allocate_incidents(self._conn, 1)
 
-    def add_alarm(self, alarm: HistoryEvent, pending_us: int) -> None:
-        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us)
+    def add_alarm(
+        self, alarm: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
+    ) -> None:
+        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us, state)
         if alarm.path is RoutePath.UNKNOWN:
             self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
 
@@ -239,8 +245,13 @@ class SqlRepository:
         return int(ended) if ended is not None else None
 
     def flush(self) -> list[Arriving]:
-        """Write what this transaction buffered; the alarms it raised (for ``hand_out``)."""
-        raised = [Arriving(a, r["account_number"]) for a, r in self._alarms.items()]
+        """Write what this transaction buffered; the pending alarms it raised, for ``hand_out``
+        (those on the storm list are nobody's to hand out)."""
+        raised = [
+            Arriving(alarm_id, row["account_number"])
+            for alarm_id, row in self._alarms.items()
+            if row["state"] == AlarmState.PENDING
+        ]
         if self._alarms:
             self._inserts.alarm.execute(
                 self._conn, [_alarm_values(r) for r in self._alarms.values()]

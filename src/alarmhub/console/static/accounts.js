@@ -20,17 +20,6 @@
     node.hidden = !message;
   }
 
-  // views --------------------------------------------------------------------------------------
-
-  function showView(name) {
-    $("main.layout").hidden = name !== "queues";
-    $("#accounts-view").hidden = name !== "accounts";
-    for (const button of document.querySelectorAll("#views button")) {
-      button.classList.toggle("current", button.dataset.view === name);
-    }
-    if (name === "accounts") $("#acct-number").focus();
-  }
-
   // reading and changing -----------------------------------------------------------------------
 
   async function open(number) {
@@ -258,10 +247,9 @@
 
   function wire() {
     if (hub.me.role !== "admin") return;
-    $("#views").hidden = false;
-    for (const button of document.querySelectorAll("#views button")) {
-      button.addEventListener("click", () => showView(button.dataset.view));
-    }
+    hub.hooks.viewShown.push((name) => {
+      if (name === "accounts") $("#acct-number").focus();
+    });
     $("#acct-pick").addEventListener("submit", (e) => {
       e.preventDefault();
       open($("#acct-number").value.trim());

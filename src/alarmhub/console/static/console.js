@@ -15,8 +15,11 @@
     supervisor: meta.dataset.supervisor === "yes",
   };
   // what the other scripts add: after the alarm screen is drawn, after a form opens, after an
-  // action is refused, keys, to a resolution's body
-  const hooks = { detail: [], formOpened: [], refused: [], keys: {}, resolving: [] };
+  // action is refused, keys, to a resolution's body, after each snapshot of the queues, after
+  // a view is shown
+  const hooks = {
+    detail: [], formOpened: [], refused: [], keys: {}, resolving: [], snapshot: [], viewShown: [],
+  };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
   const PALETTE = [
@@ -229,6 +232,7 @@
     renderOperators();
     renderAgesChart();
     noticeHanded();
+    for (const hook of hooks.snapshot) hook(snap);
     if (state.openId === null) return;
     // the open alarm changed hands or state (a take-over, a hold ending, another operator):
     // show it at once, with no timer (browsers hold back the timers of a page left in the
@@ -757,6 +761,30 @@
     });
   }
 
+  // views: the queues, and those of the other scripts for the roles their buttons name ------------
+
+  function showView(name) {
+    for (const view of document.querySelectorAll("main[data-view]")) {
+      view.hidden = view.dataset.view !== name;
+    }
+    for (const button of document.querySelectorAll("#views button")) {
+      button.classList.toggle("current", button.dataset.view === name);
+    }
+    for (const hook of hooks.viewShown) hook(name);
+  }
+
+  function wireViews() {
+    const allowed = { admin: me.role === "admin", supervisor: me.supervisor };
+    let others = 0;
+    for (const button of document.querySelectorAll("#views button")) {
+      const role = button.dataset.role;
+      button.hidden = Boolean(role) && !allowed[role];
+      if (role && !button.hidden) others += 1;
+      button.addEventListener("click", () => showView(button.dataset.view));
+    }
+    $("#views").hidden = others === 0;
+  }
+
   function tick() {
     $("#clock").textContent = new Date(serverNowUs() / 1000).toLocaleTimeString([], { hour12: false });
     for (const name of Object.keys(rowsOf)) tickRow($(`#${name} tbody`));
@@ -766,6 +794,7 @@
 
   async function start() {
     wire();
+    wireViews();
     connect();
     try {
       const [mine, codes] = await Promise.all([api("GET", "/me"), api("GET", "/resolutions")]);
@@ -786,7 +815,7 @@
 
   window.alarmhub = {
     api, el, $, banner, when, paint, me, state, hooks, forms: FORMS,
-    act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm,
+    act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm, showView, duration,
   };
   start();
 })();
