@@ -113,9 +113,14 @@ def _held(conn: Connection, alarm_id: int) -> ops.AlarmHeld | None:
 
 
 def take(conn: Connection, code: str, alarm_id: int, now_us: int) -> dict[str, Any]:
-    """An operator picks alarm ``alarm_id`` from pending."""
+    """An operator picks alarm ``alarm_id`` from pending. Taking one already in process with
+    them (handed to them meanwhile: one operator per site) changes nothing and answers it."""
     operator = load_operator(conn, code)
-    ops.check_take(operator, _held(conn, alarm_id), alarm_id)
+    held = _held(conn, alarm_id)
+    if held is not None and held.state == AlarmState.IN_PROCESS and held.opr == code:
+        ops.check_active(operator)
+        return queries.alarm(conn, alarm_id) or {}
+    ops.check_take(operator, held, alarm_id)
     row = _claim(conn, code, alarm_id, now_us)
     if row is None:  # another operator got it between the read and the update
         ops.check_take(operator, _held(conn, alarm_id), alarm_id)
