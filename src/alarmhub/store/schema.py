@@ -222,6 +222,9 @@ alarm = Table(
 Index("ix_alarm_queue", alarm.c.state, alarm.c.priority, alarm.c.pending_us, alarm.c.alarm_id)
 Index("ix_alarm_open", alarm.c.account_number, alarm.c.event_code, alarm.c.area, alarm.c.zone)
 Index("ix_alarm_opr", alarm.c.opr, alarm.c.state)
+# the handling report reads the alarms resolved in a window of days: by time, not by reading
+# every resolved alarm kept
+Index("ix_alarm_resolved", alarm.c.resolved_us)
 
 history = Table(
     "history",
