@@ -9,41 +9,22 @@ records the answer through the writer: the database is never held while hashes a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection
 from starlette.requests import Request
 
 from alarmhub.clock import now_us
-from alarmhub.console import inputs, security
+from alarmhub.console import inputs
+from alarmhub.console.plumbing import Body, Session
+from alarmhub.console.plumbing import Checking as Plumbing
 from alarmhub.core import response
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy
 from alarmhub.store import handling, passcodes
 
-T = TypeVar("T")
 CALL_FIELDS = {"text": str, "contact_id": int, "phone": str, "outcome": str}
 PASSCODE_FIELDS = {"passcode": str, "contact_id": int}
 OUTCOMES = ", ".join(o.value for o in response.CallOutcome)
-
-
-class Plumbing(Protocol):
-    """What these endpoints use of the console: reads, writes through the writer, the node's
-    fair share of password checks."""
-
-    checks: security.FairChecks
-
-    async def read(self, work: Callable[[Connection], T]) -> T: ...
-    async def write(self, work: Callable[[Connection], T]) -> T: ...
-
-
-class Session(Protocol):
-    @property
-    def code(self) -> str: ...
-
-
-Body = Callable[[Request, Mapping[str, type]], Awaitable[dict[str, Any]]]
 
 
 def call_of(fields: dict[str, Any]) -> tuple[str, handling.Call | None]:

@@ -5,31 +5,17 @@ while enhanced call verification is owed) and acknowledging a step that only a n
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection
 from starlette.requests import Request
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs
+from alarmhub.console.plumbing import Body, Session, Writes
 from alarmhub.store import dispatch
 
-T = TypeVar("T")
 DISPATCH_FIELDS = {"agency": str, "avs": int, "reference": str}
 STEP_FIELDS = {"position": int, "note": str}
-
-
-class Writes(Protocol):
-    async def write(self, work: Callable[[Connection], T]) -> T: ...
-
-
-class Session(Protocol):
-    @property
-    def code(self) -> str: ...
-
-
-Body = Callable[[Request, Mapping[str, type]], Awaitable[dict[str, Any]]]
 
 
 async def dispatch_agency(

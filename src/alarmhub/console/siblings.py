@@ -5,36 +5,22 @@ another operator. The rules are ``core.sites``; the work is ``store.sites``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-from sqlalchemy import Connection
 from starlette.requests import Request
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs
+from alarmhub.console.plumbing import Body, Session
+from alarmhub.console.plumbing import Writes as Plumbing
 from alarmhub.core.account import account_number_problem
 from alarmhub.core.errors import BadInput
 from alarmhub.core.sites import SIBLINGS_MAX
 from alarmhub.store import sites
 
-T = TypeVar("T")
 RESOLVE_FIELDS = {"resolution": str, "note": str, "siblings": list}
 MOVE_FIELDS = {"to": str}
-
-
-class Plumbing(Protocol):
-    """What these endpoints use of the console: writes through the writer."""
-
-    async def write(self, work: Callable[[Connection], T]) -> T: ...
-
-
-class Session(Protocol):
-    @property
-    def code(self) -> str: ...
-
-
-Body = Callable[[Request, Mapping[str, type]], Awaitable[dict[str, Any]]]
 
 
 def sibling_ids(fields: Mapping[str, Any]) -> list[int]:

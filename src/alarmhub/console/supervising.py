@@ -18,9 +18,9 @@ are ``core.storm`` and ``store.storm``'s, the same as the command line's.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import datetime, tzinfo
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 from starlette.requests import Request
@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from alarmhub.clock import now_us
 from alarmhub.console import inputs, views
+from alarmhub.console.plumbing import Body, Plumbing
 from alarmhub.core import operations as ops
 from alarmhub.core import reports as report_rules
 from alarmhub.core import storm as rules
@@ -38,20 +39,9 @@ from alarmhub.store import reports, storm
 if TYPE_CHECKING:
     from alarmhub.console.routes import Handler, Session
 
-T = TypeVar("T")
 Api = Callable[["Handler", bool], Callable[[Request], Awaitable[Response]]]
 SWITCH_FIELDS = {"types": list, "on": bool}
 RESOLVE_FIELDS = {"alarm_ids": list, "all": bool, "types": list, "resolution": str, "note": str}
-
-
-class Plumbing(Protocol):
-    """What these endpoints use of the console: reads, and writes through the writer."""
-
-    async def read(self, work: Callable[[Connection], T]) -> T: ...
-    async def write(self, work: Callable[[Connection], T]) -> T: ...
-
-
-Body = Callable[[Request, Mapping[str, type]], Awaitable[dict[str, Any]]]
 
 
 class Supervising:
