@@ -19,7 +19,7 @@ from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone
 from alarmhub.store import plans
 from alarmhub.store import response as data
-from tests.support.browser import open_page, shot, watch_problems
+from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.processes import cli
@@ -59,13 +59,7 @@ def page(hub: Hub) -> Iterator[Page]:
 
 def sign_in_and_take(hub: Hub, page: Page, account: int, zone: int) -> int:
     """OP1 signed in, not receiving; a burglary of ``account`` taken on its alarm screen."""
-    page.goto(f"{hub.url}/console/login")
-    page.fill("#code", "OP1")
-    page.fill("#password", PASSWORD)
-    page.click("#sign-in")
-    expect(page.locator("#receiving")).to_have_text("Receiving Signals")
-    page.click("#receiving")
-    expect(page.locator("#receiving")).to_have_text("Not Receiving")
+    sign_in_not_receiving(page, hub.url, "OP1", PASSWORD)
     hub.signal(account, "E130", zone)
     alarm_id = int(hub.alarm_of(account, zone)["alarm_id"])
     page.click(f'#pending tbody tr[data-alarm-id="{alarm_id}"]')

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone, PhoneKind, Zone
 from alarmhub.store import operators
 from alarmhub.store import response as data
-from tests.support.browser import SHOTS, open_page, shot, watch_problems
+from tests.support.browser import SHOTS, open_page, shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.processes import cli
@@ -57,13 +57,7 @@ def page(hub: Hub) -> Iterator[Page]:
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:
-    page.goto(f"{hub.url}/console/login")
-    page.fill("#code", code)
-    page.fill("#password", PASSWORD)
-    page.click("#sign-in")
-    expect(page.locator("#receiving")).to_have_text("Receiving Signals")
-    page.click("#receiving")  # not receiving: alarms stay pending until taken
-    expect(page.locator("#receiving")).to_have_text("Not Receiving")
+    sign_in_not_receiving(page, hub.url, code, PASSWORD)
 
 
 def test_an_operator_works_the_call_list(hub: Hub, page: Page) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import open_page, shot, watch_problems
+from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 
@@ -37,13 +37,7 @@ def page(hub: Hub) -> Iterator[Page]:
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:
-    page.goto(f"{hub.url}/console/login")
-    page.fill("#code", code)
-    page.fill("#password", PASSWORD)
-    page.click("#sign-in")
-    expect(page.locator("#receiving")).to_have_text("Receiving Signals")
-    page.click("#receiving")  # not receiving: alarms stay pending until taken
-    expect(page.locator("#receiving")).to_have_text("Not Receiving")
+    sign_in_not_receiving(page, hub.url, code, PASSWORD)
 
 
 def test_sibling_alarms_go_to_the_same_operator_and_resolve_together(hub: Hub, page: Page) -> None:

@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from alarmhub.store import schema
-from tests.support.browser import open_page, shot, watch_problems
+from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.processes import wait_for
@@ -40,13 +40,7 @@ def page(hub: Hub) -> Iterator[Page]:
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:
-    page.goto(f"{hub.url}/console/login")
-    page.fill("#code", code)
-    page.fill("#password", PASSWORD)
-    page.click("#sign-in")
-    expect(page.locator("#receiving")).to_have_text("Receiving Signals")
-    page.click("#receiving")  # not receiving: alarms stay where they are
-    expect(page.locator("#receiving")).to_have_text("Not Receiving")
+    sign_in_not_receiving(page, hub.url, code, PASSWORD)
 
 
 def storm_alarms(hub: Hub) -> list[int]:

@@ -69,3 +69,15 @@ def watch_problems(page: Page) -> list[str]:
     page.on("console", on_console)
     page.on("pageerror", lambda error: problems.append(str(error)))
     return problems
+
+
+def sign_in_not_receiving(page: Page, url: str, code: str, password: str) -> None:
+    """Sign ``code`` in on the console at ``url`` and turn receiving off, so that alarms stay
+    pending until taken."""
+    page.goto(f"{url}/console/login")
+    page.fill("#code", code)
+    page.fill("#password", password)
+    page.click("#sign-in")
+    expect(page.locator("#receiving")).to_have_text("Receiving Signals")
+    page.click("#receiving")
+    expect(page.locator("#receiving")).to_have_text("Not Receiving")
