@@ -1,0 +1,95 @@
+"""The database schema in SQLAlchemy Core; Alembic migrations create and evolve it.
+
+Times are integers: microseconds since the UNIX epoch, UTC (``*_us`` columns). The tables live in
+one module per part of the station; every one is named here, as ``schema.<table>``.
+"""
+
+from __future__ import annotations
+
+from alarmhub.store.schema.base import metadata
+from alarmhub.store.schema.dc09 import (
+    dc09_account,
+    dc09_line,
+)
+from alarmhub.store.schema.operators import (
+    api_user,
+    console_session,
+    nonce,
+    operator,
+    resolution,
+)
+from alarmhub.store.schema.response import (
+    account_user,
+    account_zone,
+    agency,
+    call_attempt,
+    call_list_entry,
+    contact,
+    dispatch,
+    plan_step,
+    step_done,
+    type_handling,
+)
+from alarmhub.store.schema.signaling import (
+    account,
+    alarm,
+    alarm_type,
+    dnis,
+    driver,
+    heartbeat,
+    history,
+    idempotency,
+    revision,
+    sequence,
+    signal,
+    token,
+    token_driver,
+    token_heartbeat,
+)
+from alarmhub.store.schema.supervision import (
+    holiday,
+    on_test,
+    open_close,
+    schedule,
+    schedule_window,
+)
+
+__all__ = [
+    "account",
+    "account_user",
+    "account_zone",
+    "agency",
+    "alarm",
+    "alarm_type",
+    "api_user",
+    "call_attempt",
+    "call_list_entry",
+    "console_session",
+    "contact",
+    "dc09_account",
+    "dc09_line",
+    "dispatch",
+    "dnis",
+    "driver",
+    "heartbeat",
+    "history",
+    "holiday",
+    "idempotency",
+    "metadata",
+    "nonce",
+    "on_test",
+    "open_close",
+    "operator",
+    "plan_step",
+    "resolution",
+    "revision",
+    "schedule",
+    "schedule_window",
+    "sequence",
+    "signal",
+    "step_done",
+    "token",
+    "token_driver",
+    "token_heartbeat",
+    "type_handling",
+]
