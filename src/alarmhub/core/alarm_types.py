@@ -2,7 +2,8 @@
 
 Defaults ship in ``alarm_types.tsv`` (one row per DC-05 event code); a station overrides any of
 them (``alarmhub alarmtype set``). The system's own alarms (unknown account, runaway, source
-failure, fail to test, communication failure) are defined here.
+failure, fail to test, communication failure, the schedule alarms, test end not restored) are
+defined here.
 """
 
 from __future__ import annotations
@@ -125,3 +126,9 @@ SOURCE_FAILURE = SystemAlarm("SRCFL", "SOURCE FAILURE", "G", "B0")
 FAIL_TO_TEST = SystemAlarm("FTT", "FAIL TO TEST", "G", "B0")
 COMMUNICATION_FAILURE = SystemAlarm("COMFL", "COMMUNICATION FAILURE", "G", "B0")
 DURESS = SystemAlarm("DURES", "DURESS CODE GIVEN", "!", "5F")  # first in pending
+# open/close supervision and on test (decisions §9)
+LATE_TO_CLOSE = SystemAlarm("LTC", "LATE TO CLOSE", "G", "B0")
+LATE_TO_OPEN = SystemAlarm("LTO", "LATE TO OPEN", "G", "B0")
+UNSCHEDULED_OPEN = SystemAlarm("UNOPN", "UNSCHEDULED OPEN", "G", "B0")
+EARLY_CLOSE = SystemAlarm("ECLOS", "EARLY CLOSE", "G", "B0")
+TEST_END_NOT_RESTORED = SystemAlarm("TESTN", "TEST END NOT RESTORED", "G", "B0")
