@@ -26,6 +26,7 @@ from alarmhub.core.alarm_types import (
     AlarmType,
     alarm_type_problem,
 )
+from alarmhub.core.on_test import Test
 from alarmhub.core.operations import AlarmState
 from alarmhub.core.router import (
     HistoryEvent,
@@ -65,6 +66,7 @@ class FakeRepository:
     users: dict[str, dict[str, str]] = field(default_factory=dict)
     storm_types: frozenset[str] = frozenset()
     states: dict[int, AlarmState] = field(default_factory=dict)
+    tests: dict[str, Test] = field(default_factory=dict)  # the accounts on test
 
     def line_mask(self, dnis: str) -> str | None:
         return self.masks.get(dnis)
@@ -128,6 +130,9 @@ class FakeRepository:
     def test_report(self, account_number: str, at_us: int) -> int | None:
         self.last_test_us[account_number] = at_us
         return self.test_alarm.pop(account_number, None)
+
+    def on_test(self, account_number: str) -> Test | None:
+        return self.tests.get(account_number)
 
     # helpers of the tests ---------------------------------------------------------------------
 
@@ -847,3 +852,62 @@ def test_unknown_accounts_pend_whatever_is_in_storm_mode(
     event = route(router, repo, repo.signal("E301", panel="99", zone="000"))
     assert event.path is RoutePath.UNKNOWN
     assert repo.states[event.alarm_id or 0] is AlarmState.PENDING
+
+
+# on test (core.on_test; decisions §9) ---------------------------------------------------------
+
+
+def _on_test(repo: FakeRepository, zones: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> None:
+    repo.tests[ACCOUNT] = Test(ACCOUNT, frozenset(zones), frozenset(types), T0, T0 + 60 * MINUTE)
+
+
+def test_a_matching_signal_of_an_account_on_test_goes_to_history_only(
+    router: Router, repo: FakeRepository
+) -> None:
+    _on_test(repo, zones=("015",))
+    event = route(router, repo, repo.signal("E130", zone="015", at_us=T0 + SECOND))
+    assert (event.path, event.alarm_category, event.type) == (RoutePath.ON_TEST, "S", "BURG")
+    assert event.alarm_id is None
+    assert repo.alarms == {}
+    assert repo.last_test_us[ACCOUNT] == T0 + SECOND  # the periodic test timer is satisfied
+
+
+def test_a_signal_outside_the_test_pends_as_always(router: Router, repo: FakeRepository) -> None:
+    _on_test(repo, zones=("015",), types=("BURG",))
+    other_zone = route(router, repo, repo.signal("E130", zone="016", at_us=T0 + SECOND))
+    other_type = route(router, repo, repo.signal("E110", zone="015", at_us=T0 + SECOND))
+    before = route(router, repo, repo.signal("E130", zone="015", at_us=T0 - SECOND))
+    after = route(router, repo, repo.signal("E130", zone="015", at_us=T0 + 61 * MINUTE))
+    assert [e.path for e in (other_zone, other_type, before, after)] == [RoutePath.PENDING] * 4
+    assert ACCOUNT not in repo.last_test_us
+
+
+def test_a_restoral_on_test_restores_the_alarm_raised_before_the_test(
+    router: Router, repo: FakeRepository
+) -> None:
+    alarm = route(router, repo, repo.signal("E130", zone="015", at_us=T0 - MINUTE))
+    _on_test(repo, types=("BURG",))  # a restoral matches by the TYPE of its event
+    restoral = route(router, repo, repo.signal("R130", zone="015", at_us=T0 + SECOND))
+    assert (restoral.path, restoral.alarm_id) == (RoutePath.ON_TEST, alarm.incident_number)
+    assert repo.restored_us[alarm.incident_number] == T0 + SECOND
+
+
+def test_the_test_report_of_an_account_on_test_ends_its_fail_to_test_alarm(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.test_alarm[ACCOUNT] = 999
+    _on_test(repo)
+    route(router, repo, repo.signal("E130", at_us=T0 + SECOND))
+    restorals = [e for e in repo.history if e.type == FAIL_TO_TEST.type]
+    assert [(e.alarm_id, e.hist_text) for e in restorals] == [(999, "FAIL TO TEST RESTORE")]
+
+
+def test_runaway_does_not_count_the_signals_of_an_account_on_test(repo: FakeRepository) -> None:
+    router = Router(RunawayMonitor(limit=3, minutes=2))
+    _on_test(repo, zones=("001",))
+    for _ in range(10):
+        route(router, repo, repo.signal("E130", zone="001", at_us=T0 + SECOND))
+    for zone in ("002", "003", "004"):  # three alarms: at the limit, not beyond it
+        route(router, repo, repo.signal("E130", zone=zone, at_us=T0 + SECOND))
+    assert sorted(a.zone for a in repo.alarms.values()) == ["002", "003", "004"]
+    assert not [e for e in repo.history if e.path is RoutePath.RUNAWAY]

@@ -8,6 +8,11 @@ not to pending, and its event's path is STORM; an alarm the system raises itself
 the same rule and keeps the path SYSTEM (XMHIST's SERVICEONLY=Y still finds it), the alarm's
 state saying where it went.
 
+On test (``core.on_test``): a signal of a known account on test that matches the test goes to
+history only (ALARM_CATEGORY S, path ONTEST), before runaway sees it (runaway does not count it);
+nothing pends, a restoral still marks the alarm it restores, and the periodic test timer is
+satisfied.
+
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
 a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
 open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
@@ -22,7 +27,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, response, storm, system_alarms
+from alarmhub.core import dc09, on_test, response, storm, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -56,6 +61,7 @@ class RoutePath(StrEnum):
     SYSTEM = "SYSTEM"  # an alarm the system raised itself, or its restoral
     OPERATOR = "OPERATOR"  # an operator's action on an alarm
     STORM = "STORM"  # an operator-handled event whose TYPE is in storm mode: the storm list
+    ON_TEST = "ONTEST"  # the account is on test and the signal matches the test: history only
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,10 @@ class Repository(Protocol):
         """Record a test report; the FAIL TO TEST alarm it ends, if one was raised."""
         ...
 
+    def on_test(self, account_number: str) -> on_test.Test | None:
+        """The account's running test, if it is on test."""
+        ...
+
 
 def resolve_account(repo: Repository, dnis: str, panel: str) -> tuple[str, bool]:
     """The account number line masking gives (empty when it gives none) and whether the account
@@ -175,7 +185,12 @@ def runaway_key(account_number: str, dnis: str, panel: str) -> str:
     return account_number or f"?{dnis}/{panel}"
 
 
-SIGNAL_PATHS = frozenset({"PENDING", "HISTORY", "RESTORE", "RUNAWAY", "UNKNOWN", "STORM"})
+SIGNAL_PATHS = frozenset(
+    {"PENDING", "HISTORY", "RESTORE", "RUNAWAY", "UNKNOWN", "STORM", RoutePath.ON_TEST.value}
+)
+"""The paths of a routed signal's history event (one event per signal)."""
+RUNAWAY_PATHS = SIGNAL_PATHS - {RoutePath.ON_TEST.value}
+"""The paths of the signals runaway counts: all but those of accounts on test."""
 
 
 def _cut(text: str) -> str:
@@ -253,6 +268,8 @@ class Router:
             text=text,
             second_zone_is=second_zone_is,
         )
+        if known and self._on_test(repo, signal, account, alarm_type, kind, now_us):
+            return
         verdict = self.runaway.observe(
             runaway_key(account, signal.dnis, signal.panel), signal.received_us
         )
@@ -325,6 +342,36 @@ class Router:
         event."""
         repo.add_alarm(history, now_us)
         repo.add_history(history)
+
+    def _on_test(
+        self,
+        repo: Repository,
+        signal: StoredSignal,
+        account: str,
+        alarm_type: AlarmType,
+        kind: _Kind,
+        now_us: int,
+    ) -> bool:
+        """A signal of an account on test that matches the test (``core.on_test``) goes to
+        history only (ALARM_CATEGORY S, path ONTEST), before runaway counts it; a restoral still
+        marks the alarm it restores. It satisfies the periodic test timer. False when the
+        signal is not on test."""
+        test = repo.on_test(account)
+        if (
+            test is None
+            or not test.covers(signal.received_us)
+            or not on_test.matches(test, signal.zone, alarm_type.type)
+        ):
+            return False
+        linked = None
+        if signal.code[0] == "R" and alarm_type.category == OPERATOR_HANDLED:
+            linked = repo.open_alarm(account, signal.code[1:], signal.area, signal.zone)
+            if linked is not None:
+                repo.restore_arrived(linked, signal.received_us)
+        kind.category = SYSTEM_HANDLED
+        repo.add_history(_event(signal, account, kind, RoutePath.ON_TEST, alarm_id=linked))
+        self._test_report(repo, account, signal.received_us, now_us)
+        return True
 
     def _test_report(self, repo: Repository, account: str, at_us: int, now_us: int) -> None:
         """A periodic test report arrived: it ends the account's FAIL TO TEST alarm, if any."""

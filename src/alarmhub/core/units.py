@@ -3,6 +3,8 @@ epoch (``clock.now_us``); these name the conversions so that no module spells ``
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 US_PER_SECOND = 1_000_000
 US_PER_MINUTE = 60 * US_PER_SECOND
 US_PER_HOUR = 60 * US_PER_MINUTE
@@ -25,3 +27,8 @@ def hours_us(hours: float) -> int:
 def to_seconds(us: float) -> float:
     """Microseconds as (fractional) seconds, for ``datetime.fromtimestamp`` and ``time``."""
     return us / US_PER_SECOND
+
+
+def iso_utc(us: int) -> str:
+    """A moment as ISO 8601 in UTC, to the second: ``2026-11-23T14:05:00Z``."""
+    return datetime.fromtimestamp(to_seconds(us), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,5 +1,5 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
-storm mode), cached and reloaded when the provisioning revision changes."""
+storm mode, the accounts on test), cached and reloaded when the provisioning revision changes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, select
 
+from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
 from alarmhub.store import provisioning, schema, storm
 
@@ -19,6 +20,7 @@ class ProvisioningCache:
     masks: dict[str, str] = field(default_factory=dict)
     alarm_types: dict[str, AlarmType] = field(default_factory=dict)
     storm_types: frozenset[str] = frozenset()
+    tests: dict[str, on_test.Test] = field(default_factory=dict)
 
     def refresh(self, conn: Connection) -> None:
         current = provisioning.revision(conn)
@@ -28,4 +30,22 @@ class ProvisioningCache:
         self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
         self.storm_types = storm.storm_types(conn)
+        self.tests = running_tests(conn)
         self.revision = current
+
+
+def running_tests(conn: Connection) -> dict[str, on_test.Test]:
+    """The running tests by account (those not returned yet; ``store.on_test`` keeps them and
+    bumps the provisioning revision whenever one starts, changes or ends)."""
+    t = schema.on_test.c
+    rows = conn.execute(
+        select(t.account_number, t.zones, t.types, t.started_us, t.ends_us)
+        .where(t.ended_us.is_(None))
+        .order_by(t.test_id)
+    )
+    return {
+        account: on_test.Test(
+            account, frozenset(on_test.split(zones)), frozenset(on_test.split(types)), start, end
+        )
+        for account, zones, types, start, end in rows
+    }

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, case, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.alarm_types import AlarmType
+from alarmhub.core.on_test import Test
 from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.core.sites import Arriving
@@ -146,6 +147,9 @@ class SqlRepository:
     @property
     def storm_types(self) -> frozenset[str]:
         return self._cache.storm_types
+
+    def on_test(self, account_number: str) -> Test | None:
+        return self._cache.tests.get(account_number)
 
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
         key = (account_number, event_code, area, zone)

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.core import units
 from alarmhub.core.line_mask import apply_mask
-from alarmhub.core.router import SIGNAL_PATHS, Router, StoredSignal, runaway_key
+from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import handling, schema
 from alarmhub.store.commit import lock_incidents
@@ -53,7 +53,7 @@ _UNROUTED = (
 )
 _ROUTED_SIGNALS = select(
     HISTORY.account_number, HISTORY.dnis, HISTORY.panel, HISTORY.received_us
-).where(HISTORY.pr_checksum.in_(SIGNAL_PATHS))
+).where(HISTORY.pr_checksum.in_(RUNAWAY_PATHS))
 _ROUTED_ELSEWHERE = _ROUTED_SIGNALS.where(
     HISTORY.incident_number > bindparam("after"), HISTORY.incident_number < bindparam("before")
 ).order_by(HISTORY.incident_number, HISTORY.event_id)

@@ -22,7 +22,7 @@ from alarmhub.core.dc09 import line_name
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import Router, StoredSignal
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import dc09, handling, schema
+from alarmhub.store import dc09, handling, on_test, schema
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
@@ -51,6 +51,7 @@ class Supervision:
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
+        changed += on_test.return_due(conn, repo, now_us)  # tests whose time is up
         raised = repo.flush()
         changed += handling.end_holds(conn, now_us)
         changed += len(handling.hand_out(conn, now_us, arriving=raised))
