@@ -857,7 +857,9 @@ def test_unknown_accounts_pend_whatever_is_in_storm_mode(
 # on test (core.on_test; decisions §9) ---------------------------------------------------------
 
 
-def _on_test(repo: FakeRepository, zones: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> None:
+def _on_test(
+    repo: FakeRepository, zones: tuple[str, ...] = (), types: tuple[str, ...] = ()
+) -> None:
     repo.tests[ACCOUNT] = Test(ACCOUNT, frozenset(zones), frozenset(types), T0, T0 + 60 * MINUTE)
 
 
