@@ -41,6 +41,7 @@ COMMANDS = {
     "query": "integrator:query",
     "dc09": "dc09:dc09_group",
     "storm": "storm:storm_group",
+    "test": "on_test:test_group",
     "report": "reports:report_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
