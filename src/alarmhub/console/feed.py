@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
-from alarmhub.store import queries, statistics, storm
+from alarmhub.store import on_test, queries, statistics, storm
 from alarmhub.store.provisioning import notify_channel
 
 log = logging.getLogger("alarmhub.console")
@@ -73,7 +73,7 @@ class Subscriber:
 class LiveFeed:
     """Watches ``queue_revision`` a few times a second while consoles are connected and
     publishes a snapshot (pending, in process, on hold, operators, the TYPEs in storm mode
-    and the size of the storm list, server time) on change."""
+    and the size of the storm list, the accounts on test, server time) on change."""
 
     def __init__(self, engine: Engine, poll_seconds: float = POLL_SECONDS) -> None:
         self._engine = engine
@@ -209,6 +209,7 @@ class LiveFeed:
             on_hold = queries.alarms_in(conn, AlarmState.ON_HOLD)
             statuses = queries.operator_statuses(conn)
             storm_status = storm.status(conn)
+            tests = on_test.running_tests(conn, now_us())
         snapshot = {
             "revision": revision,
             "server_us": now_us(),
@@ -219,6 +220,7 @@ class LiveFeed:
             "on_hold": views.queue(on_hold),
             "operators": views.operator_statuses(statuses, in_process),
             "storm": storm_status,
+            "on_test": tests,
         }
         return revision, snapshot
 

@@ -35,6 +35,7 @@ from alarmhub.clock import now_us
 from alarmhub.console import calls, inputs, pages, plan_actions, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
+from alarmhub.console.on_test import OnTestPanel
 from alarmhub.console.supervising import Supervising
 from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
@@ -421,6 +422,7 @@ class Console:
             *[Route(API + p, self.api(h, writes=True), methods=["POST"]) for p, h in writes],
             *AccountData(self.engine, self.api).routes(API),
             *Supervising(self, _body, self.zone).routes(self.api, API),
+            *OnTestPanel(self, _body).routes(self.api, API),
             Mount(
                 "/console/static",
                 app=StaticHeaders(StaticFiles(directory=str(static))),
