@@ -8,35 +8,17 @@ handling report counts them. Screenshots go to ``artifacts/console/``; the docum
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from alarmhub.store import schema
-from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console, served
+from tests.support.console_station import Hub
 from tests.support.processes import wait_for
 
 ALARM = schema.alarm.c
 STORMED = (4, 9, 12)  # accounts 700004, 700009, 700012: AC power lost
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[Hub]:
-    data_dir = tmp_path / "station"
-    token, engine = provision_console(data_dir)
-    with served(data_dir, token, engine) as hub:
-        yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:
