@@ -64,6 +64,7 @@ def test_operators_are_refused_every_storm_and_report_endpoint(hub: Hub) -> None
     console = hub.console("OP1")
     refused(console.post("/storm", {"types": ["ACPWR"], "on": True}), 403, "OPS-ROLE")
     refused(console.post("/storm/resolve", {"all": True, "resolution": "RSTR"}), 403, "OPS-ROLE")
+    refused(console.post("/storm/pend", {"alarm_ids": [1]}), 403, "OPS-ROLE")
     refused(console.get("/storm"), 403, "OPS-ROLE")
     refused(console.get("/reports/handling?from=2027-01-01&to=2027-01-02"), 403, "OPS-ROLE")
     supervisor = hub.console("SUP")
@@ -103,6 +104,39 @@ def test_a_switch_the_api_cannot_use_is_refused(
 )
 def test_a_batch_the_api_cannot_use_is_refused(hub: Hub, body: dict[str, Any], code: str) -> None:
     refused(hub.console("SUP").post("/storm/resolve", body), 422, code)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({}, 422, "OPS-STORM"),
+        ({"alarm_ids": []}, 422, "OPS-STORM"),
+        ({"alarm_ids": [True]}, 422, "CONSOLE-INPUT"),
+        ({"alarm_ids": [1], "all": True}, 422, "CONSOLE-INPUT"),
+        ({"alarm_ids": [999_999]}, 409, "OPS-STATE"),
+    ],
+)
+def test_a_storm_alarm_the_api_cannot_send_to_pending_is_refused(
+    hub: Hub, body: dict[str, Any], status: int, code: str
+) -> None:
+    refused(hub.console("SUP").post("/storm/pend", body), status, code)
+
+
+def test_a_supervisor_sends_one_storm_alarm_to_pending(hub: Hub) -> None:
+    supervisor = hub.console("SUP")
+    supervisor.ok("/storm", {"types": ["ACPWR"], "on": True})
+    power = hub.post(FARM, "E301", "0")
+    assert hub.state(power) == "storm"
+    assert supervisor.ok("/storm/pend", {"alarm_ids": [power]})["pending"] == 1
+    assert hub.state(power) == "pending"
+    assert power in [r["alarm_id"] for r in queue_rows(supervisor.snapshot(), "pending")]
+    refused(supervisor.post("/storm/pend", {"alarm_ids": [power]}), 409, "OPS-STATE")
+    supervisor.ok("/storm", {"types": ["ACPWR"], "on": False})
+    audit = hub.xm("XMHIST", ACCOUNT=FARM, HOURS="24", ARRAY="Y", SEARCHTYPE="OPR")["EVENT"]
+    (record,) = [e for e in audit if e["INCIDENT_NUMBER"] == str(power) and e["TYPE"] == "STMPD"]
+    assert record["OPR"] == "SUP"
+    supervisor.ok(f"/alarms/{power}/take")
+    supervisor.ok(f"/alarms/{power}/resolve", {"resolution": "RSTR"})
 
 
 def test_storm_mode_on_off_and_batch_resolution(hub: Hub) -> None:

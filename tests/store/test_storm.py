@@ -166,6 +166,37 @@ def test_switching_off_offers_the_storm_list_and_new_alarms_pend_again(engine: E
     assert alarm(engine, trouble)["state"] == "storm"
 
 
+def test_a_storm_alarm_sent_to_pending_is_handed_out_and_audited(engine: Engine) -> None:
+    station = Station(engine)
+    switch(engine, True, "ACPWR")
+    first, second = station.signals("E301", "E301", panel="12")
+    (burglary,) = station.signals("E130")  # not a storm TYPE: pends
+    refused = refusal(lambda: act(engine, lambda c: storm.pend(c, "SUP", [first, burglary], T0)))
+    assert (refused.code, str(burglary) in refused.message) == ("OPS-STATE", True)
+    assert alarm(engine, first)["state"] == "storm"  # nothing changed
+    refused = refusal(lambda: act(engine, lambda c: storm.pend(c, "001", [first], T0)))
+    assert refused.code == "OPS-ROLE"
+
+    at = T0 + 30 * SECOND
+    assert act(engine, lambda c: storm.pend(c, "SUP", [first], at)) == 1
+    sent = alarm(engine, first)
+    assert (sent["state"], sent["pending_us"]) == (AlarmState.PENDING, T0)  # its age kept
+    assert alarm(engine, second)["state"] == "storm"
+    (record,) = records(engine, Action.STORM_PEND)
+    assert (record["alarm_id"], record["opr"], record["received_us"]) == (first, "SUP", at)
+    assert record["hist_text"] == "OPR SUP SENT STORM ALARM TO PENDING"
+    with engine.connect() as conn:
+        assert [a["alarm_id"] for a in storm.storm_list(conn)["alarms"]] == [second]
+    for code in ("001", "002"):  # the burglary goes first, then the alarm sent to pending
+        act(engine, lambda c, code=code: handling.sign_on(c, code, at, receiving=True))
+    with write_transaction(engine) as conn:
+        Supervision(engine, 3600).supervise(conn, at + SECOND)
+    handed = {alarm(engine, i)["opr"] for i in (first, burglary)}
+    assert handed == {"001", "002"}
+    assert alarm(engine, first)["state"] == "in_process"
+    assert alarm(engine, second)["state"] == "storm"
+
+
 def test_batch_resolution_resolves_in_one_go_with_a_record_each(engine: Engine) -> None:
     station = Station(engine)
     switch(engine, True, "ACPWR", "TRBL")

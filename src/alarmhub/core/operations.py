@@ -85,6 +85,7 @@ class Action(StrEnum):
     STORM_ON = "STMON"
     STORM_OFF = "STMOF"
     STORM_RESOLVE = "STMRS"
+    STORM_PEND = "STMPD"
     DISPATCH = "DISP"
     STEP = "STEP"
     MOVE = "MOVE"
@@ -278,6 +279,7 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.STORM_ON: "STORM MODE ON",
         Action.STORM_OFF: "STORM MODE OFF",
         Action.STORM_RESOLVE: "RESOLVED STORM LIST",
+        Action.STORM_PEND: "SENT STORM ALARM TO PENDING",
         Action.DISPATCH: "DISPATCHED",
         Action.STEP: "DID STEP",
         Action.MOVE: "MOVED ALARM",
