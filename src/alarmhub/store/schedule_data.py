@@ -124,11 +124,10 @@ def set_schedule(conn: Connection, change: Change, now_us: int, station: tzinfo)
             insert(schema.schedule).values(
                 account_number=change.account,
                 area=change.area,
-                grace_min=rules.DEFAULT_GRACE_MIN,
                 checked_us=rules.start_of_day_us(now_us, zone),
                 next_check_us=now_us,
                 updated_us=now_us,
-                **given,
+                **{"grace_min": rules.DEFAULT_GRACE_MIN, **given},
             )
         )
     else:
