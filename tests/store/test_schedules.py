@@ -145,7 +145,7 @@ def test_the_closing_that_follows_restores_late_to_close(engine: Engine) -> None
     set_schedule(engine, now, late_to_open=False)
     routing = SignalRouting(engine, 1000, 2)
     supervise(engine, now)
-    [late_close] = alarms(engine, LATE_TO_CLOSE)
+    assert alarms(engine, LATE_TO_CLOSE)[0]["restore_us"] is None
     closing_at = MONDAY_CLOSE + 5 * MINUTE
     incident = route(engine, routing, "R401", "004", closing_at, closing_at)
     supervise(engine, closing_at + SECOND)
