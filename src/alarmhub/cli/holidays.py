@@ -17,7 +17,7 @@ from alarmhub.cli.output import (
     provisioning_errors,
     table,
 )
-from alarmhub.cli.schedules import _parsed, _write
+from alarmhub.cli.schedule_options import parsed, write
 from alarmhub.clock import now_us
 from alarmhub.core import schedules as rules
 
@@ -30,7 +30,7 @@ def holiday_group() -> None:
 
 
 @holiday_group.command("add")
-@click.argument("day", metavar="DATE", callback=_parsed(rules.parse_date))
+@click.argument("day", metavar="DATE", callback=parsed(rules.parse_date))
 @click.option(
     "--account",
     default="",
@@ -45,7 +45,7 @@ def holiday_add(day: date, account: str, name: str, data_dir: Path | None, as_js
     """Add a holiday on DATE (YYYY-MM-DD); an existing one takes the new name."""
     from alarmhub.store import schedule_data
 
-    _write(data_dir, lambda c: schedule_data.add_holiday(c, day, account, name.strip(), now_us()))
+    write(data_dir, lambda c: schedule_data.add_holiday(c, day, account, name.strip(), now_us()))
     answer = {"date": day.isoformat(), "account_number": account, "name": name.strip()}
     whose = f"account {account}" if account else "the station"
     emit(as_json, answer, lambda: click.echo(f"holiday {day} added for {whose}"))
@@ -70,7 +70,7 @@ def holiday_list(account: str, data_dir: Path | None, as_json: bool) -> None:
 
 
 @holiday_group.command("remove")
-@click.argument("day", metavar="DATE", callback=_parsed(rules.parse_date))
+@click.argument("day", metavar="DATE", callback=parsed(rules.parse_date))
 @click.option(
     "--account",
     default="",
@@ -84,6 +84,6 @@ def holiday_remove(day: date, account: str, data_dir: Path | None, as_json: bool
     """Remove the holiday on DATE (the station's, or --account's own)."""
     from alarmhub.store import schedule_data
 
-    _write(data_dir, lambda c: schedule_data.remove_holiday(c, day, account, now_us()))
+    write(data_dir, lambda c: schedule_data.remove_holiday(c, day, account, now_us()))
     answer = {"date": day.isoformat(), "account_number": account, "removed": True}
     emit(as_json, answer, lambda: click.echo(f"holiday {day} removed"))

@@ -1,14 +1,13 @@
 """``alarmhub schedule``: an account's open/close schedule (decisions section 9): weekly windows
 added to days, temporary schedules for a date range, its grace, time zone and checks; showing
-and removing it; an operator's manual open and close; the schedule import (CSV)."""
+and removing it; an operator's manual open and close; the schedule import (CSV,
+``cli.schedule_import``)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
@@ -16,95 +15,22 @@ from alarmhub.cli.output import (
     data_dir_option,
     emit,
     json_option,
-    load_settings,
     open_store,
     provisioning_errors,
     table,
 )
+from alarmhub.cli.schedule_import import schedule_import
+from alarmhub.cli.schedule_options import (
+    area_option,
+    check_grace,
+    check_zone,
+    parsed,
+    range_options,
+    station_zone,
+    write,
+)
 from alarmhub.clock import now_us
 from alarmhub.core import schedules as rules
-
-if TYPE_CHECKING:
-    from sqlalchemy import Connection
-
-    from alarmhub.store.schedule_data import Change
-
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
-IMPORT_COLUMNS = "account_number,area,days,open,close,grace,timezone"
-
-
-# options: each checked where it is read, a bad one a usage error (exit 2) --------------------
-
-
-def _parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> T | None:
-        if value is None:
-            return None
-        try:
-            return parse(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-
-    return callback
-
-
-def check_zone(name: str) -> str:
-    """An IANA zone name (``Europe/London``); '' for the station's."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if not name:
-        return ""
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"{name!r} is not an IANA time zone (e.g. America/New_York)") from None
-    return name
-
-
-def check_area(text: str) -> str:
-    area = text.strip()
-    if area and (len(area) > 2 or not (area.isascii() and area.isalnum())):
-        raise ValueError(f"area {text!r}: up to 2 letters or digits")
-    return area
-
-
-def check_grace(text: str) -> int:
-    minutes = int(text) if text.strip().isdigit() else -1
-    problem = rules.grace_problem(minutes)
-    if problem:
-        raise ValueError(f"{text!r}: {problem}")
-    return minutes
-
-
-def area_option(func: F) -> F:
-    return click.option(
-        "--area", default="", callback=_parsed(check_area), metavar="AREA",
-        help="One area's schedule (default: the whole account).",
-    )(func)  # fmt: skip
-
-
-def range_options(func: F) -> F:
-    func = click.option(
-        "--to", "last", callback=_parsed(rules.parse_date), metavar="DATE",
-        help="Last date of a temporary schedule (YYYY-MM-DD).",
-    )(func)  # fmt: skip
-    return click.option(
-        "--from", "first", callback=_parsed(rules.parse_date), metavar="DATE",
-        help="First date of a temporary schedule (YYYY-MM-DD).",
-    )(func)  # fmt: skip
-
-
-def _station_zone(data_dir: Path | None) -> Any:
-    return load_settings(data_dir).zone
-
-
-def _write(data_dir: Path | None, work: Callable[[Connection], T]) -> T:
-    from functools import partial
-
-    from alarmhub.store import operations
-
-    return operations.run(open_store(data_dir), partial(operations.on_queues, work))
 
 
 def _show(answer: dict[str, Any]) -> None:
@@ -151,7 +77,7 @@ def _show(answer: dict[str, Any]) -> None:
 def _shown(data_dir: Path | None, account: str, area: str) -> dict[str, Any]:
     from alarmhub.store import schedule_data
 
-    zone = _station_zone(data_dir)
+    zone = station_zone(data_dir)
     with open_store(data_dir).connect() as conn:
         return schedule_data.show_schedule(conn, account, area, now_us(), zone)
 
@@ -167,21 +93,21 @@ def schedule_group() -> None:
 @click.option(
     "--day",
     "days",
-    callback=_parsed(rules.parse_days),
+    callback=parsed(rules.parse_days),
     metavar="DAYS",
     help="mon..sun, a range (mon-fri, fri-mon) or a comma list (mon,wed,sat-sun).",
 )
 @click.option(
     "--open",
     "opens",
-    callback=_parsed(rules.parse_time),
+    callback=parsed(rules.parse_time),
     metavar="HH:MM",
     help="Opening time, 24-hour, in the account's time zone.",
 )
 @click.option(
     "--close",
     "closes",
-    callback=_parsed(rules.parse_time),
+    callback=parsed(rules.parse_time),
     metavar="HH:MM",
     help="Closing time; at or before the opening: the next day.",
 )
@@ -189,13 +115,13 @@ def schedule_group() -> None:
 @click.option("--closed", is_flag=True, help="With --from/--to: closed on those dates.")
 @click.option(
     "--grace",
-    callback=_parsed(check_grace),
+    callback=parsed(check_grace),
     metavar="MINUTES",
     help="Minutes after the open (close) before late to open (close); default 0.",
 )
 @click.option(
     "--timezone",
-    callback=_parsed(check_zone),
+    callback=parsed(check_zone),
     metavar="ZONE",
     help="IANA time zone of the account (e.g. Europe/London); '' the station's.",
 )
@@ -204,7 +130,7 @@ def schedule_group() -> None:
 @click.option("--early-close/--no-early-close", default=None, help="Check early close (off).")
 @click.option(
     "--early-grace",
-    callback=_parsed(check_grace),
+    callback=parsed(check_grace),
     metavar="MINUTES",
     help="How long before the close a closing is still on time (default 0).",
 )
@@ -264,8 +190,8 @@ def schedule_set(
     problem = change.problem()
     if problem:
         raise click.UsageError(problem)
-    zone = _station_zone(data_dir)
-    _write(data_dir, lambda c: schedule_data.set_schedule(c, change, now_us(), zone))
+    zone = station_zone(data_dir)
+    write(data_dir, lambda c: schedule_data.set_schedule(c, change, now_us(), zone))
     answer = _shown(data_dir, account, area)
     emit(as_json, answer, lambda: _show(answer))
 
@@ -288,7 +214,7 @@ def schedule_show(account: str, area: str, data_dir: Path | None, as_json: bool)
 @click.option(
     "--day",
     "days",
-    callback=_parsed(rules.parse_days),
+    callback=parsed(rules.parse_days),
     metavar="DAYS",
     help="Clear the windows of these days only.",
 )
@@ -314,7 +240,7 @@ def schedule_remove(
         raise click.UsageError("--day or --from/--to, not both")
     if (first is None) != (last is None):
         raise click.UsageError("--from and --to go together")
-    removed = _write(
+    removed = write(
         data_dir,
         lambda c: schedule_data.remove_schedule(
             c, account, area, days or (), first, last, now_us()
@@ -325,7 +251,7 @@ def schedule_remove(
 
 
 def _manual(opening: bool) -> click.Command:
-    word = "open" if opening else "close"
+    word, done = ("open", "opened") if opening else ("close", "closed")
 
     @click.command(word, help=f"Record an operator's manual {word} of ACCOUNT (with a schedule).")
     @click.argument("account")
@@ -337,87 +263,14 @@ def _manual(opening: bool) -> click.Command:
     def command(account: str, by: str, area: str, data_dir: Path | None, as_json: bool) -> None:
         from alarmhub.store import schedules
 
-        answer = _write(
+        answer = write(
             data_dir, lambda c: schedules.manual(c, account, area, opening, by, now_us())
         )
-        emit(as_json, answer, lambda: click.echo(f"{account} {word}d by operator {by}"))
+        emit(as_json, answer, lambda: click.echo(f"{account} {done} by operator {by}"))
 
     return command
 
 
 schedule_group.add_command(_manual(True))
 schedule_group.add_command(_manual(False))
-
-
-# the import ----------------------------------------------------------------------------------
-
-
-def _import_row(fields: Mapping[str, str]) -> Change:
-    from alarmhub.store.schedule_data import Change, Settings
-
-    grace = fields.get("grace", "")
-    change = Change(
-        account=fields["account_number"],
-        area=check_area(fields.get("area", "")),
-        days=rules.parse_days(fields["days"]),
-        window=rules.Window(rules.parse_time(fields["open"]), rules.parse_time(fields["close"])),
-        settings=Settings(
-            grace_min=check_grace(grace) if grace else None,
-            timezone=check_zone(fields["timezone"]) if fields.get("timezone") else None,
-        ),
-    )
-    problem = change.problem()
-    if problem:
-        raise ValueError(problem)
-    return change
-
-
-@schedule_group.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@data_dir_option
-@json_option
-@provisioning_errors
-def schedule_import(file: Path, data_dir: Path | None, as_json: bool) -> None:
-    """Add schedule windows from a CSV FILE.
-
-    \b
-    Columns (header row; names in any case; those in [ ] may be left out):
-      account_number,[area],days,open,close,[grace],[timezone]
-
-    Each row adds a window to its days as 'schedule set' does (an empty grace or timezone
-    leaves the schedule's as it is). Bad rows are reported by line (the header is line 1) and
-    skipped; good rows are kept. Exits 1 when any row was refused. Importing a file again adds
-    nothing.
-    """
-    from alarmhub.cli.csv_import import Column, CsvFormat, import_with
-    from alarmhub.store import schedule_data
-
-    zone = _station_zone(data_dir)
-    fmt = CsvFormat(
-        "schedule",
-        "schedule windows",
-        (
-            Column("account_number", True, ("account",)),
-            Column("area"),
-            Column("days", True, ("day",)),
-            Column("open", True),
-            Column("close", True),
-            Column("grace"),
-            Column("timezone"),
-        ),
-        _import_row,
-        lambda engine, lines: schedule_data.import_schedules(engine, lines, now_us(), zone),
-    )
-    result = import_with(open_store(data_dir), fmt, file)
-
-    def human() -> None:
-        for bad in result["refused"]:
-            click.echo(f"{file}:{bad['line']}: {bad['error']}", err=True)
-        click.echo(
-            f"windows added {result['added']}, unchanged or updated {result['updated']}, "
-            f"rows refused {len(result['refused'])}"
-        )
-
-    emit(as_json, result, human)
-    if result["refused"]:
-        sys.exit(1)
+schedule_group.add_command(schedule_import)
