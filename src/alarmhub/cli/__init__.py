@@ -42,6 +42,8 @@ COMMANDS = {
     "dc09": "dc09:dc09_group",
     "storm": "storm:storm_group",
     "report": "reports:report_group",
+    "schedule": "schedules:schedule_group",
+    "holiday": "holidays:holiday_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

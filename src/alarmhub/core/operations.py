@@ -89,6 +89,8 @@ class Action(StrEnum):
     DISPATCH = "DISP"
     STEP = "STEP"
     MOVE = "MOVE"
+    MANUAL_OPEN = "MOPEN"  # an operator opened a scheduled account by hand
+    MANUAL_CLOSE = "MCLOS"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -283,6 +285,8 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.DISPATCH: "DISPATCHED",
         Action.STEP: "DID STEP",
         Action.MOVE: "MOVED ALARM",
+        Action.MANUAL_OPEN: "OPENED ACCOUNT",
+        Action.MANUAL_CLOSE: "CLOSED ACCOUNT",
     }[action]
     text = f"OPR {operator} {words}"
     if detail:  # what a dispatch was follows as words of the sentence (decisions section 8)

@@ -1,5 +1,6 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
-storm mode), cached and reloaded when the provisioning revision changes."""
+storm mode, the accounts with an open/close schedule), cached and reloaded when the
+provisioning revision changes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, select
 
 from alarmhub.core.alarm_types import AlarmType, merged
-from alarmhub.store import provisioning, schema, storm
+from alarmhub.store import provisioning, schedules, schema, storm
 
 
 @dataclass
@@ -19,6 +20,7 @@ class ProvisioningCache:
     masks: dict[str, str] = field(default_factory=dict)
     alarm_types: dict[str, AlarmType] = field(default_factory=dict)
     storm_types: frozenset[str] = frozenset()
+    scheduled: frozenset[str] = frozenset()  # accounts with an open/close schedule
 
     def refresh(self, conn: Connection) -> None:
         current = provisioning.revision(conn)
@@ -28,4 +30,5 @@ class ProvisioningCache:
         self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
         self.storm_types = storm.storm_types(conn)
+        self.scheduled = schedules.scheduled_accounts(conn)
         self.revision = current
