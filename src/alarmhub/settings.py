@@ -50,11 +50,7 @@ class Settings:
     @property
     def zone(self) -> tzinfo:
         """The station's time zone: the ``timezone`` setting, else the machine's local zone."""
-        if self.timezone:
-            return ZoneInfo(self.timezone)
-        local = datetime.now().astimezone().tzinfo
-        assert local is not None
-        return local
+        return station_zone(self.timezone)
 
     @property
     def database(self) -> str:
@@ -72,6 +68,16 @@ class Settings:
             shown[f.name] = value
         shown["database"] = shown["database_url"] or self.database
         return shown
+
+
+def station_zone(timezone: str) -> tzinfo:
+    """The station's time zone named ``timezone`` (IANA), else the machine's local zone (its
+    current offset: set ``timezone`` for daylight saving time to be followed)."""
+    if timezone:
+        return ZoneInfo(timezone)
+    local = datetime.now().astimezone().tzinfo
+    assert local is not None
+    return local
 
 
 def _coerce(name: str, raw: Any, kind: type) -> Any:

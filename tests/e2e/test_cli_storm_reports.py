@@ -15,13 +15,11 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store import handling, operations, operators, queries
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, write_transaction
-from alarmhub.store.routing import SignalRouting
+from alarmhub.store.engine import open_engine
 from tests.support.database import database_url
 from tests.support.processes import as_dict, cli, cli_json
+from tests.support.store_station import route as route_signals
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -51,15 +49,9 @@ def station(tmp_path: Path) -> tuple[Path, Engine]:
 
 
 def route(engine: Engine, *codes: str, at_us: int = T0) -> list[int]:
-    signals = [
-        Signal("site", "rx", SignalFields(DNIS, "12", code, "01", f"{i + 1:03d}"), "t", at_us)
-        for i, code in enumerate(codes)
-    ]
-    with write_transaction(engine) as conn:
-        stored = commit_signals(conn, SignalInsert(engine), signals, 3600 * SECOND)
-    with write_transaction(engine) as conn:
-        SignalRouting(engine, 1000, 2).route(conn, at_us)
-    return [x.incident_number for x in stored]
+    return route_signals(
+        engine, [(ACCOUNT, code, f"{i + 1:03d}") for i, code in enumerate(codes)], at_us
+    )
 
 
 def state(engine: Engine, alarm_id: int) -> str:
@@ -86,6 +78,11 @@ def test_storm_on_status_list_off_and_resolve(station: tuple[Path, Engine]) -> N
     assert "ACPWR" in table and "Acme Widgets" in table
     assert "ACPWR" in cli(data_dir, "storm", "status").stdout
 
+    sent = cli(data_dir, "storm", "pend", str(second), "--by", "SUP").stdout
+    assert sent.strip() == "1 alarms sent to pending"
+    assert state(engine, second) == "pending"
+    second = route(engine, "E301")[0]  # the storm list keeps two
+
     off = as_dict(cli_json(data_dir, "storm", "off", "ACPWR", "--by", "SUP"))
     assert off["changed"] == ["ACPWR"]
     assert [a["alarm_id"] for a in off["list"]["alarms"]] == [power, second]
@@ -111,6 +108,8 @@ def test_storm_on_status_list_off_and_resolve(station: tuple[Path, Engine]) -> N
         (["storm", "on", "ACPWR", "--by", "001"], "only a supervisor"),
         (["storm", "on", "ACPWR", "--by", "ZZZ"], "does not exist"),
         (["storm", "resolve", "--resolution", "RSTR"], "name the alarms"),
+        (["storm", "pend", "999999", "--by", "SUP"], "not on the storm list"),
+        (["storm", "pend", "1", "--by", "001"], "only a supervisor"),
         (["storm", "resolve", "--all", "--resolution", "NOPE"], "unknown resolution"),
         (["report", "handling", "--from", "2027-1-15", "--to", "2027-01-15"], "YYYY-MM-DD"),
         (["report", "handling", "--from", "2027-01-16", "--to", "2027-01-15"], "before it starts"),

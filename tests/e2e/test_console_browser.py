@@ -8,34 +8,16 @@ Without ``/usr/bin/chromium`` this test fails (it never skips): ``.ci/run`` inst
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import update
 
 from alarmhub.clock import now_us
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
-from tests.support.browser import WAIT_MS, open_page, shot, watch_problems
+from tests.support.browser import WAIT_MS, shot, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console, served
+from tests.support.console_station import Hub
 from tests.support.processes import cli
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[Hub]:
-    data_dir = tmp_path / "station"
-    token, engine = provision_console(data_dir)
-    with served(data_dir, token, engine) as hub:
-        yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def test_an_alarm_from_signal_to_resolution_in_the_browser(hub: Hub, page: Page) -> None:

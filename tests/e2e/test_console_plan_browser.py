@@ -19,7 +19,7 @@ from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone
 from alarmhub.store import plans
 from alarmhub.store import response as data
-from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.processes import cli
@@ -49,12 +49,6 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     plans.set_plan(engine, "BURG", steps, account=f"70{REFUSED:04d}")
     with served(data_dir, token, engine) as hub:
         yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def sign_in_and_take(hub: Hub, page: Page, account: int, zone: int) -> int:

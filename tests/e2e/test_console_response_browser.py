@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone, PhoneKind, Zone
 from alarmhub.store import operators
 from alarmhub.store import response as data
-from tests.support.browser import SHOTS, open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import SHOTS, shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.processes import cli
@@ -48,12 +48,6 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     data.set_account_response(engine, ACCOUNT, {"police": "SPD", "fire": "SFD"}, "P-2024-117")
     with served(data_dir, token, engine, [PASSCODE]) as hub:
         yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:

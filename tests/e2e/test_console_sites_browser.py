@@ -8,32 +8,14 @@ supervisor moves a site's alarms to another operator. Screenshots go to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console, served
+from tests.support.console_station import Hub
 
 SITE = 12  # account 700012
 OTHER = 13
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[Hub]:
-    data_dir = tmp_path / "station"
-    token, engine = provision_console(data_dir)
-    with served(data_dir, token, engine) as hub:
-        yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:

@@ -11,22 +11,16 @@ of its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
 from alarmhub.core.operations import Action
 from alarmhub.store import queries
-from alarmhub.store import schema as s
 from alarmhub.xm.methods import xmainpro
-from tests.support.console_client import PASSWORD, Console
 from tests.support.console_station import DNIS, provision_console, refused
-from tests.support.in_process import InProcessStation, in_process_node
-from tests.support.processes import wait_for
+from tests.support.node_hub import NodeHub, running
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -34,40 +28,7 @@ SIGNED_IN = ("OP1", "OP2", "OP3", "SUP")  # OP4 never signs in; DIS is disabled
 Row = dict[str, Any]
 
 
-@dataclass
-class Hub:
-    station: InProcessStation
-    engine: Engine
-    consoles: dict[str, Console] = field(default_factory=dict)
-
-    def sign_in_all(self) -> Hub:
-        transport = self.station.client._transport
-        for code in SIGNED_IN:
-            console = Console(self.station.url, transport).sign_in(code, PASSWORD)
-            console.ok("/receiving", {"receiving": False})
-            self.consoles[code] = console
-        return self
-
-    def post(self, account: str, code: str = "E130", zone: str = "1") -> int:
-        """Post a signal of ``account``, wait until it is routed; its incident number."""
-        body = {"dnis": DNIS, "panel": account[2:], "code": code, "zone_or_user": zone}
-        answer = self.station.post({**body, "area": "01"})
-        assert answer.status_code == 200, answer.text
-        with self.engine.connect() as conn:
-            incident = int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar_one())
-        wait_for(lambda: self.routed(incident), f"signal {incident} routed", 20)
-        return incident
-
-    def routed(self, incident: int) -> bool:
-        with self.engine.connect() as conn:
-            return bool(queries.history_of_incident(conn, incident))
-
-    def alarm(self, alarm_id: int) -> Row:
-        with self.engine.connect() as conn:
-            row = queries.alarm(conn, alarm_id)
-        assert row is not None
-        return row
-
+class Hub(NodeHub):
     def where(self, alarm_id: int) -> tuple[str, str | None]:
         row = self.alarm(alarm_id)
         return row["state"], row["opr"]
@@ -85,11 +46,8 @@ class Hub:
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     data_dir: Path = tmp_path_factory.mktemp("sites")
     token, engine = provision_console(data_dir)
-    with in_process_node(data_dir, {"ALARMHUB_RUNAWAY_LIMIT": "1000"}) as node:
-        try:
-            yield Hub(InProcessStation(node, token, data_dir), engine).sign_in_all()
-        finally:
-            engine.dispose()
+    with running(Hub, data_dir, token, engine, DNIS) as hub:
+        yield hub.sign_in_all(SIGNED_IN)
 
 
 # a new alarm goes to the site's operator -------------------------------------------------------

@@ -8,35 +8,17 @@ handling report counts them. Screenshots go to ``artifacts/console/``; the docum
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from alarmhub.store import schema
-from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console, served
+from tests.support.console_station import Hub
 from tests.support.processes import wait_for
 
 ALARM = schema.alarm.c
 STORMED = (4, 9, 12)  # accounts 700004, 700009, 700012: AC power lost
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[Hub]:
-    data_dir = tmp_path / "station"
-    token, engine = provision_console(data_dir)
-    with served(data_dir, token, engine) as hub:
-        yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def sign_in(hub: Hub, page: Page, code: str) -> None:
@@ -103,17 +85,24 @@ def test_a_supervisor_runs_storm_mode(hub: Hub, page: Page) -> None:
     page.click('#form-storm-resolve button[type="submit"]')
     expect(listed).to_have_count(2)
     assert states(hub, stormed[:1]) == {"resolved"}
+    # one needs an operator after all: back to pending; then the rest in one batch
+    page.locator(f'#storm-list tbody tr[data-alarm-id="{stormed[1]}"] input').check()
+    page.click("#storm-pend")
+    expect(page.locator("#banner")).to_contain_text("1 alarms of the storm list sent to pending")
+    expect(listed).to_have_count(1)
+    assert hub.alarm(stormed[1])["state"] == "pending"
     page.fill('#form-storm-resolve input[name="note"]', "power back across the county")
     page.click("#storm-resolve-all")
     expect(page.locator("#storm-list-empty")).to_be_visible()
-    expect(page.locator("#banner")).to_contain_text("2 alarms of the storm list resolved")
-    assert states(hub, stormed) == {"resolved"}
+    expect(page.locator("#banner")).to_contain_text("1 alarms of the storm list resolved")
+    assert states(hub, [stormed[0], stormed[2]]) == {"resolved"}
     assert hub.alarm(burglary["alarm_id"])["state"] == "pending"
-    assert hub.actions_on(stormed[1]) == ["RSLV"]
+    assert hub.actions_on(stormed[2]) == ["RSLV"]
+    assert hub.actions_on(stormed[1]) == ["STMPD"]
 
     views.locator('button[data-view="reports"]').click()
     types = page.locator("#report-types tbody")
-    expect(types.locator("tr", has_text="ACPWR")).to_contain_text("3")
+    expect(types.locator("tr", has_text="ACPWR")).to_contain_text("2")
     expect(page.locator("#report-operators tbody")).to_contain_text("Sam Supervisor")
     shot(page, "storm-report")
     assert problems == [], problems

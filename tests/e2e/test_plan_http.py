@@ -10,26 +10,21 @@ The node runs in the test's process; the consoles are signed in before any alarm
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
 from alarmhub.core.account import Account
 from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone
 from alarmhub.store import operators, plans, provisioning, queries, response
-from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine
 from tests.support.console_client import PASSWORD, Console
 from tests.support.console_station import refused
 from tests.support.database import database_url
-from tests.support.in_process import InProcessStation, in_process_node
-from tests.support.processes import cli, provision, wait_for
-from tests.support.xm_signing import PARAMS, PATH, sha1_headers
+from tests.support.node_hub import NodeHub, running
+from tests.support.processes import cli, provision
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -43,54 +38,16 @@ BURGLARY, FIRE = "E130", "E110"
 OPERATORS = ("OP1", "OP2")
 
 
-@dataclass
-class Hub:
-    station: InProcessStation
-    engine: Engine
-    consoles: dict[str, Console] = field(default_factory=dict)
-
-    def sign_in_all(self) -> Hub:
-        """Every operator signed in, then not receiving: the tests take the alarms they work."""
-        transport = self.station.client._transport
-        for code in OPERATORS:
-            console = Console(self.station.url, transport).sign_in(code, PASSWORD)
-            console.ok("/receiving", {"receiving": False})
-            self.consoles[code] = console
-        return self
-
-    def post(self, account: str, code: str, zone: str) -> int:
-        """Post a signal of ``account``, wait until it is routed; its alarm (incident)."""
-        body = {"dnis": DNIS, "panel": account[2:], "code": code, "zone_or_user": zone}
-        answer = self.station.post(body)
-        assert answer.status_code == 200, answer.text
-        with self.engine.connect() as conn:  # this module's signals come one at a time
-            incident = int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar_one())
-
-        def routed() -> bool:
-            with self.engine.connect() as conn:
-                return bool(queries.history_of_incident(conn, incident))
-
-        wait_for(routed, f"signal {incident} routed", DEADLINE_S)
-        return incident
-
+class Hub(NodeHub):
     def taken(self, account: str, code: str, zone: str, by: str = "OP1") -> tuple[int, Console]:
         """A new alarm taken by operator ``by``, unless it went to the operator already working
         its account (one operator per site): its id and its operator's console."""
         alarm_id = self.post(account, code, zone)
-        with self.engine.connect() as conn:
-            row = queries.alarm(conn, alarm_id)
-        holder = row["opr"] if row and row["state"] == "in_process" else None
+        row = self.alarm(alarm_id)
+        holder = row["opr"] if row["state"] == "in_process" else None
         console = self.consoles[holder or by]
         console.ok(f"/alarms/{alarm_id}/take")
         return alarm_id, console
-
-    def xm(self, method: str, **fields: str) -> dict[str, Any]:
-        parts = {name: (None, value) for name, value in {"*setMethod": method, **fields}.items()}
-        answer = self.station.client.post(
-            PATH, params=PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
-        )
-        assert answer.status_code == 200, answer.text
-        return dict(answer.json())
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +67,8 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
         response.add_contact(engine, Contact(number, "Bob Baker", (Phone("555-0102"),)))
         agencies = {"police": "PD", "fire": "FD"}
         response.set_account_response(engine, number, agencies, phone=PREMISES)
-    with in_process_node(data_dir, {"ALARMHUB_RUNAWAY_LIMIT": "1000"}) as node:
-        try:
-            yield Hub(InProcessStation(node, token, data_dir), engine).sign_in_all()
-        finally:
-            engine.dispose()
+    with running(Hub, data_dir, token, engine, DNIS, (API_USER, API_PASSWORD)) as hub:
+        yield hub.sign_in_all(OPERATORS)
 
 
 def plan_of(console: Console, alarm_id: int) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import String, func, select
-from sqlalchemy.engine import Engine
 
 from alarmhub.core.account import Account
 from alarmhub.core.response import Agency, AgencyKind, Contact, PanelUser, Phone, Zone
@@ -25,9 +24,8 @@ from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine
 from tests.support.console_client import PASSWORD, Console
 from tests.support.database import database_url
-from tests.support.in_process import InProcessStation, in_process_node
-from tests.support.processes import cli, provision, wait_for
-from tests.support.xm_signing import PARAMS, PATH, sha1_headers
+from tests.support.node_hub import NodeHub, running
+from tests.support.processes import cli, provision
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -43,59 +41,14 @@ OPERATORS = {"OP1": "operator", "OP2": "operator", "SUP": "supervisor"}
 
 
 @dataclass
-class Hub:
-    station: InProcessStation
-    engine: Engine
-    contacts: dict[str, int]
-    consoles: dict[str, Console] = field(default_factory=dict)
-
-    def sign_in_all(self) -> Hub:
-        """Every operator signed in before any alarm is raised (a sign-in receives, and would
-        be handed one), then not receiving: the tests take the alarms they work."""
-        transport = self.station.client._transport
-        for code in OPERATORS:
-            console = Console(self.station.url, transport).sign_in(code, PASSWORD)
-            console.ok("/receiving", {"receiving": False})
-            self.consoles[code] = console
-        return self
-
-    def console(self, code: str) -> Console:
-        return self.consoles[code]
-
-    def post(self, account: str, code: str, zone: str, area: str = "01") -> int:
-        """Post a signal of ``account`` and wait until it is routed; its incident number."""
-        body = {"dnis": DNIS, "panel": account[2:], "code": code, "zone_or_user": zone}
-        answer = self.station.post({**body, "area": area})
-        assert answer.status_code == 200, answer.text
-        with self.engine.connect() as conn:  # this module's signals come one at a time
-            incident = int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar_one())
-        wait_for(lambda: self.routed(incident), f"signal {incident} routed", DEADLINE_S)
-        return incident
-
-    def routed(self, incident: int) -> bool:
-        with self.engine.connect() as conn:
-            return bool(queries.history_of_incident(conn, incident))
-
-    def xm(self, method: str, **fields: str) -> dict[str, Any]:
-        form = {"*setMethod": method, **fields}
-        parts = {name: (None, value) for name, value in form.items()}
-        answer = self.station.client.post(
-            PATH, params=PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
-        )
-        assert answer.status_code == 200, answer.text
-        return dict(answer.json())
+class Hub(NodeHub):
+    contacts: dict[str, int] = field(default_factory=dict)
 
     def pending_record(self, incident: int) -> dict[str, str]:
         records = self.xm("XMAPEND", SOURCE="DATAENTRY")["XMAPEND"]
         found = [r for r in records if r["INCIDENT_NUMBER"] == str(incident)]
         assert len(found) == 1, records
         return dict(found[0])
-
-    def alarm(self, alarm_id: int) -> Row:
-        with self.engine.connect() as conn:
-            row = queries.alarm(conn, alarm_id)
-        assert row is not None
-        return row
 
 
 @pytest.fixture(scope="module")
@@ -135,11 +88,9 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
         duress_hash=response.hash_passcode(DURESS_CODE),
     )
     provisioning.set_alarm_type(engine, "110", contact_list="FIRE")
-    with in_process_node(data_dir, {"ALARMHUB_RUNAWAY_LIMIT": "1000"}) as node:
-        try:
-            yield Hub(InProcessStation(node, token, data_dir), engine, contacts).sign_in_all()
-        finally:
-            engine.dispose()
+    with running(Hub, data_dir, token, engine, DNIS, (API_USER, API_PASSWORD)) as hub:
+        hub.contacts = contacts
+        yield hub.sign_in_all(OPERATORS)
 
 
 # HIST_TEXT and CONTACT_LIST ------------------------------------------------------------------

@@ -10,25 +10,20 @@ The node runs in the test's process; consoles sign in through the form and use t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
 from alarmhub.core.account import Account
-from alarmhub.store import operators, provisioning, queries
-from alarmhub.store import schema as s
+from alarmhub.store import operators, provisioning
 from alarmhub.store.engine import open_engine
-from tests.support.console_client import PASSWORD, Console, queue_rows
+from tests.support.console_client import PASSWORD, queue_rows
 from tests.support.console_station import refused
 from tests.support.database import database_url
-from tests.support.in_process import InProcessStation, in_process_node
-from tests.support.processes import cli, provision, wait_for
-from tests.support.xm_signing import PARAMS, PATH, sha1_headers
+from tests.support.node_hub import NodeHub, running
+from tests.support.processes import cli, provision
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -39,48 +34,9 @@ OPERATORS = {"OP1": "operator", "SUP": "supervisor"}
 DEADLINE_S = 20
 
 
-@dataclass
-class Hub:
-    station: InProcessStation
-    engine: Engine
-    consoles: dict[str, Console] = field(default_factory=dict)
-
-    def console(self, code: str) -> Console:
-        if code not in self.consoles:
-            transport = self.station.client._transport
-            console = Console(self.station.url, transport).sign_in(code, PASSWORD)
-            console.ok("/receiving", {"receiving": False})
-            self.consoles[code] = console
-        return self.consoles[code]
-
-    def post(self, account: str, code: str, zone: str) -> int:
-        """Post a signal and wait until it is routed; its incident number."""
-        body = {"dnis": DNIS, "panel": account[2:], "code": code, "zone_or_user": zone}
-        answer = self.station.post({**body, "area": "01"})
-        assert answer.status_code == 200, answer.text
-        with self.engine.connect() as conn:  # this module's signals come one at a time
-            incident = int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar_one())
-        wait_for(lambda: self.routed(incident), f"signal {incident} routed", DEADLINE_S)
-        return incident
-
-    def routed(self, incident: int) -> bool:
-        with self.engine.connect() as conn:
-            return bool(queries.history_of_incident(conn, incident))
-
-    def xm(self, method: str, **fields: str) -> dict[str, Any]:
-        form = {"*setMethod": method, **fields}
-        parts = {name: (None, value) for name, value in form.items()}
-        answer = self.station.client.post(
-            PATH, params=PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
-        )
-        assert answer.status_code == 200, answer.text
-        return dict(answer.json())
-
+class Hub(NodeHub):
     def state(self, alarm_id: int) -> str:
-        with self.engine.connect() as conn:
-            row = queries.alarm(conn, alarm_id)
-        assert row is not None
-        return str(row["state"])
+        return str(self.alarm(alarm_id)["state"])
 
 
 @pytest.fixture(scope="module")
@@ -94,15 +50,10 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
         provisioning.add_account(engine, Account(number, name))
     for code, role in OPERATORS.items():
         operators.add_operator(engine, code, f"Operator {code}", role, PASSWORD)
-    env = {"ALARMHUB_RUNAWAY_LIMIT": "1000", "ALARMHUB_TIMEZONE": "UTC"}
-    with in_process_node(data_dir, env) as node:
-        hub = Hub(InProcessStation(node, token, data_dir), engine)
-        try:
-            yield hub
-        finally:
-            for console in hub.consoles.values():
-                console.close()
-            engine.dispose()
+    env = {"ALARMHUB_TIMEZONE": "UTC"}
+    api = (API_USER, API_PASSWORD)
+    with running(Hub, data_dir, token, engine, DNIS, api, env) as hub:
+        yield hub
 
 
 def storm_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
@@ -113,6 +64,7 @@ def test_operators_are_refused_every_storm_and_report_endpoint(hub: Hub) -> None
     console = hub.console("OP1")
     refused(console.post("/storm", {"types": ["ACPWR"], "on": True}), 403, "OPS-ROLE")
     refused(console.post("/storm/resolve", {"all": True, "resolution": "RSTR"}), 403, "OPS-ROLE")
+    refused(console.post("/storm/pend", {"alarm_ids": [1]}), 403, "OPS-ROLE")
     refused(console.get("/storm"), 403, "OPS-ROLE")
     refused(console.get("/reports/handling?from=2027-01-01&to=2027-01-02"), 403, "OPS-ROLE")
     supervisor = hub.console("SUP")
@@ -152,6 +104,39 @@ def test_a_switch_the_api_cannot_use_is_refused(
 )
 def test_a_batch_the_api_cannot_use_is_refused(hub: Hub, body: dict[str, Any], code: str) -> None:
     refused(hub.console("SUP").post("/storm/resolve", body), 422, code)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({}, 422, "OPS-STORM"),
+        ({"alarm_ids": []}, 422, "OPS-STORM"),
+        ({"alarm_ids": [True]}, 422, "CONSOLE-INPUT"),
+        ({"alarm_ids": [1], "all": True}, 422, "CONSOLE-INPUT"),
+        ({"alarm_ids": [999_999]}, 409, "OPS-STATE"),
+    ],
+)
+def test_a_storm_alarm_the_api_cannot_send_to_pending_is_refused(
+    hub: Hub, body: dict[str, Any], status: int, code: str
+) -> None:
+    refused(hub.console("SUP").post("/storm/pend", body), status, code)
+
+
+def test_a_supervisor_sends_one_storm_alarm_to_pending(hub: Hub) -> None:
+    supervisor = hub.console("SUP")
+    supervisor.ok("/storm", {"types": ["ACPWR"], "on": True})
+    power = hub.post(FARM, "E301", "0")
+    assert hub.state(power) == "storm"
+    assert supervisor.ok("/storm/pend", {"alarm_ids": [power]})["pending"] == 1
+    assert hub.state(power) == "pending"
+    assert power in [r["alarm_id"] for r in queue_rows(supervisor.snapshot(), "pending")]
+    refused(supervisor.post("/storm/pend", {"alarm_ids": [power]}), 409, "OPS-STATE")
+    supervisor.ok("/storm", {"types": ["ACPWR"], "on": False})
+    audit = hub.xm("XMHIST", ACCOUNT=FARM, HOURS="24", ARRAY="Y", SEARCHTYPE="OPR")["EVENT"]
+    (record,) = [e for e in audit if e["INCIDENT_NUMBER"] == str(power) and e["TYPE"] == "STMPD"]
+    assert record["OPR"] == "SUP"
+    supervisor.ok(f"/alarms/{power}/take")
+    supervisor.ok(f"/alarms/{power}/resolve", {"resolution": "RSTR"})
 
 
 def test_storm_mode_on_off_and_batch_resolution(hub: Hub) -> None:

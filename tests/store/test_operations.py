@@ -21,12 +21,10 @@ from alarmhub.core.errors import ActionRefused, ProvisioningError
 from alarmhub.core.operations import Action, AlarmState
 from alarmhub.core.router import RoutePath
 from alarmhub.core.sign_in import session_expires_us
-from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.core.tokens import token_hash
 from alarmhub.store import (
     dispatch,
     handling,
-    operations,
     operator_access,
     operators,
     provisioning,
@@ -36,33 +34,28 @@ from alarmhub.store import (
     statistics,
 )
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
-from alarmhub.store.routing import SignalRouting
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.supervision import Supervision
 from alarmhub.xm import fields
 from alarmhub.xm.methods import xmainpro
-from tests.support.database import database_url
+from tests.support.store_station import (
+    MINUTE,
+    PASSWORD,
+    SECOND,
+    T0,
+    act,
+    alarm,
+    route,
+    station,
+)
 
-SECOND = 1_000_000
-MINUTE = 60 * SECOND
-T0 = 1_800_000_000 * SECOND
-DNIS = "D1"
 ACCOUNT = "700012"
-PASSWORD = "correct horse"
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    provisioning.add_dnis(engine, DNIS, "70####")
-    provisioning.add_account(engine, Account(ACCOUNT, "Acme Widgets", "1 Main St", "Springfield"))
-    operators.add_operator(engine, "001", "Ann", "operator", PASSWORD)
-    operators.add_operator(engine, "002", "Bob", "operator", PASSWORD)
-    operators.add_operator(engine, "SUP", "Sue", "supervisor", PASSWORD)
-    yield engine
-    engine.dispose()
+    with station(tmp_path, {ACCOUNT: "Acme Widgets"}) as engine:
+        yield engine
 
 
 def raise_alarms(
@@ -70,27 +63,8 @@ def raise_alarms(
 ) -> list[int]:
     """Commit and route one signal per code (distinct zones) of account 70``panel``; the alarm
     ids (incident numbers)."""
-    signals = [
-        Signal("site", "rx", SignalFields(DNIS, panel, code, "01", f"{zone + i:03d}"), "t", at_us)
-        for i, code in enumerate(codes)
-    ]
-    with write_transaction(engine) as conn:
-        stored = commit_signals(conn, SignalInsert(engine), signals, 3600 * SECOND)
-    with write_transaction(engine) as conn:
-        SignalRouting(engine, 1000, 2).route(conn, at_us)
-    return [x.incident_number for x in stored]
-
-
-def act(engine: Engine, work: Any) -> Any:
-    """One action in its own write transaction, as the node runs it."""
-    return operations.run(engine, work)
-
-
-def alarm(engine: Engine, alarm_id: int) -> dict[str, Any]:
-    with engine.connect() as conn:
-        row = queries.alarm(conn, alarm_id)
-    assert row is not None
-    return row
+    signals = [(f"70{panel}", code, f"{zone + i:03d}") for i, code in enumerate(codes)]
+    return route(engine, signals, at_us)
 
 
 def operator_records(engine: Engine, alarm_id: int | None = None) -> list[dict[str, Any]]:

@@ -19,48 +19,31 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import reports as rules
-from alarmhub.core.account import Account
-from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import dispatch, handling, operations, operators, provisioning, reports, storm
+from alarmhub.store import dispatch, handling, reports, storm
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.routing import SignalRouting
-from tests.support.database import database_url
+from tests.support.store_station import SECOND, T0, route, station
+from tests.support.store_station import act as act_on
 
-SECOND = 1_000_000
 DAY = 86_400 * SECOND
-T0 = 1_800_000_000 * SECOND  # 2027-01-15 08:00 UTC
-DNIS = "D1"
 ACME = "700012"
 BETA = "700013"
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    provisioning.add_dnis(engine, DNIS, "70####")
-    provisioning.add_account(engine, Account(ACME, "Acme Widgets", "1 Main St", "Springfield"))
-    provisioning.add_account(engine, Account(BETA, "Beta Books", "2 Elm St", "Springfield"))
-    for code, name, role in (("001", "Ann", "operator"), ("002", "Bob", "operator"),
-                             ("SUP", "Sue", "supervisor")):  # fmt: skip
-        operators.add_operator(engine, code, name, role, "correct horse")
-    yield engine
-    engine.dispose()
+    with station(tmp_path, {ACME: "Acme Widgets", BETA: "Beta Books"}) as engine:
+        yield engine
 
 
 def act(engine: Engine, work: Any) -> Any:
-    return operations.run(engine, lambda c: operations.on_queues(work, c))
+    return act_on(engine, work, queues=True)
 
 
 def raised(engine: Engine, routing: SignalRouting, code: str, panel: str, zone: str) -> int:
-    signal = Signal("site", "rx", SignalFields(DNIS, panel, code, "01", zone), "t", T0)
-    with write_transaction(engine) as conn:
-        (stored,) = commit_signals(conn, SignalInsert(engine), [signal], 3600 * SECOND)
-    with write_transaction(engine) as conn:
-        routing.route(conn, T0)  # pending from T0
-    return stored.incident_number
+    (alarm_id,) = route(engine, [(f"70{panel}", code, zone)], T0, routing)  # pending from T0
+    return alarm_id
 
 
 def handled(

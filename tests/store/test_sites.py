@@ -17,63 +17,29 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.account import Account
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState
 from alarmhub.core.response import PasscodeAnswer
 from alarmhub.core.router import RoutePath
-from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import handling, operations, operators, passcodes, provisioning, queries
+from alarmhub.store import handling, passcodes, provisioning
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
-from alarmhub.store.routing import SignalRouting
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.supervision import Supervision
-from tests.support.database import database_url
+from tests.support.store_station import MINUTE, SECOND, T0, act, alarm, station
+from tests.support.store_station import route as route_signals
 
-SECOND = 1_000_000
-MINUTE = 60 * SECOND
-T0 = 1_800_000_000 * SECOND
-DNIS = "D1"
 SCHOOL, SHOP = "700001", "700002"
-PASSWORD = "correct horse"
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    provisioning.add_dnis(engine, DNIS, "70####")
-    provisioning.add_account(engine, Account(SCHOOL, "Oak School"))
-    provisioning.add_account(engine, Account(SHOP, "Elm Shop"))
-    for code, role in (("001", "operator"), ("002", "operator"), ("SUP", "supervisor")):
-        operators.add_operator(engine, code, f"Operator {code}", role, PASSWORD)
-    yield engine
-    engine.dispose()
+    with station(tmp_path, {SCHOOL: "Oak School", SHOP: "Elm Shop"}) as engine:
+        yield engine
 
 
 def route(engine: Engine, *signals: tuple[str, str, str], at_us: int = T0) -> list[int]:
     """Commit ``(account, code, zone)`` signals and route them in one batch; their alarm ids."""
-    stored_signals = [
-        Signal("site", "rx", SignalFields(DNIS, account[2:], code, "01", zone), "t", at_us)
-        for account, code, zone in signals
-    ]
-    with write_transaction(engine) as conn:
-        stored = commit_signals(conn, SignalInsert(engine), stored_signals, 3600 * SECOND)
-    with write_transaction(engine) as conn:
-        SignalRouting(engine, 1000, 2).route(conn, at_us)
-    return [x.incident_number for x in stored]
-
-
-def act(engine: Engine, work: Any) -> Any:
-    return operations.run(engine, work)
-
-
-def alarm(engine: Engine, alarm_id: int) -> dict[str, Any]:
-    with engine.connect() as conn:
-        row = queries.alarm(conn, alarm_id)
-    assert row is not None
-    return row
+    return route_signals(engine, signals, at_us)
 
 
 def where(engine: Engine, alarm_id: int) -> tuple[str, str | None]:

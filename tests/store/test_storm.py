@@ -18,23 +18,18 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
-from alarmhub.core.account import Account
 from alarmhub.core.alarm_types import FAIL_TO_TEST
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState
 from alarmhub.core.router import RoutePath
-from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import handling, operations, operators, provisioning, queries, storm
+from alarmhub.store import handling, provisioning, queries, storm
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.routing import SignalRouting
 from alarmhub.store.supervision import Supervision
-from tests.support.database import database_url
+from tests.support.store_station import SECOND, T0, alarm, route, station
+from tests.support.store_station import act as act_on
 
-SECOND = 1_000_000
-T0 = 1_800_000_000 * SECOND
-DNIS = "D1"
 ACCOUNT = "700012"
 OTHER = "700013"
 H = s.history.c
@@ -42,15 +37,8 @@ H = s.history.c
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    provisioning.add_dnis(engine, DNIS, "70####")
-    provisioning.add_account(engine, Account(ACCOUNT, "Acme Widgets", "1 Main St", "Springfield"))
-    provisioning.add_account(engine, Account(OTHER, "Beta Books", "2 Elm St", "Springfield"))
-    operators.add_operator(engine, "001", "Ann", "operator", "correct horse")
-    operators.add_operator(engine, "SUP", "Sue", "supervisor", "correct horse")
-    yield engine
-    engine.dispose()
+    with station(tmp_path, {ACCOUNT: "Acme Widgets", OTHER: "Beta Books"}) as engine:
+        yield engine
 
 
 class Station:
@@ -68,25 +56,12 @@ class Station:
         for code in codes:
             self.zone += 1
             zone = "000" if code[1:] == "301" else f"{self.zone:03d}"
-            batch.append(
-                Signal("site", "rx", SignalFields(DNIS, panel, code, "01", zone), "t", at_us)
-            )
-        with write_transaction(self.engine) as conn:
-            stored = commit_signals(conn, SignalInsert(self.engine), batch, 3600 * SECOND)
-        with write_transaction(self.engine) as conn:
-            self.routing.route(conn, at_us)
-        return [x.incident_number for x in stored]
+            batch.append((f"70{panel}", code, zone))
+        return route(self.engine, batch, at_us, self.routing)
 
 
 def act(engine: Engine, work: Any) -> Any:
-    return operations.run(engine, lambda c: operations.on_queues(work, c))
-
-
-def alarm(engine: Engine, alarm_id: int) -> dict[str, Any]:
-    with engine.connect() as conn:
-        row = queries.alarm(conn, alarm_id)
-    assert row is not None
-    return row
+    return act_on(engine, work, queues=True)
 
 
 def records(engine: Engine, *types: Action) -> list[dict[str, Any]]:
@@ -189,6 +164,37 @@ def test_switching_off_offers_the_storm_list_and_new_alarms_pend_again(engine: E
     (later,) = station.signals("E301", panel="13", at_us=T0 + 20 * SECOND)
     assert alarm(engine, later)["state"] == AlarmState.PENDING
     assert alarm(engine, trouble)["state"] == "storm"
+
+
+def test_a_storm_alarm_sent_to_pending_is_handed_out_and_audited(engine: Engine) -> None:
+    station = Station(engine)
+    switch(engine, True, "ACPWR")
+    first, second = station.signals("E301", "E301", panel="12")
+    (burglary,) = station.signals("E130")  # not a storm TYPE: pends
+    refused = refusal(lambda: act(engine, lambda c: storm.pend(c, "SUP", [first, burglary], T0)))
+    assert (refused.code, str(burglary) in refused.message) == ("OPS-STATE", True)
+    assert alarm(engine, first)["state"] == "storm"  # nothing changed
+    refused = refusal(lambda: act(engine, lambda c: storm.pend(c, "001", [first], T0)))
+    assert refused.code == "OPS-ROLE"
+
+    at = T0 + 30 * SECOND
+    assert act(engine, lambda c: storm.pend(c, "SUP", [first], at)) == 1
+    sent = alarm(engine, first)
+    assert (sent["state"], sent["pending_us"]) == (AlarmState.PENDING, T0)  # its age kept
+    assert alarm(engine, second)["state"] == "storm"
+    (record,) = records(engine, Action.STORM_PEND)
+    assert (record["alarm_id"], record["opr"], record["received_us"]) == (first, "SUP", at)
+    assert record["hist_text"] == "OPR SUP SENT STORM ALARM TO PENDING"
+    with engine.connect() as conn:
+        assert [a["alarm_id"] for a in storm.storm_list(conn)["alarms"]] == [second]
+    for code in ("001", "002"):  # the burglary goes first, then the alarm sent to pending
+        act(engine, lambda c, code=code: handling.sign_on(c, code, at, receiving=True))
+    with write_transaction(engine) as conn:
+        Supervision(engine, 3600).supervise(conn, at + SECOND)
+    handed = {alarm(engine, i)["opr"] for i in (first, burglary)}
+    assert handed == {"001", "002"}
+    assert alarm(engine, first)["state"] == "in_process"
+    assert alarm(engine, second)["state"] == "storm"
 
 
 def test_batch_resolution_resolves_in_one_go_with_a_record_each(engine: Engine) -> None:

@@ -66,6 +66,8 @@ class FakeRepository:
     users: dict[str, dict[str, str]] = field(default_factory=dict)
     storm_types: frozenset[str] = frozenset()
     states: dict[int, AlarmState] = field(default_factory=dict)
+    scheduled: set[str] = field(default_factory=set)
+    open_closes: list[tuple[str, str, str, bool, int, int]] = field(default_factory=list)
     tests: dict[str, Test] = field(default_factory=dict)  # the accounts on test
 
     def line_mask(self, dnis: str) -> str | None:
@@ -133,6 +135,14 @@ class FakeRepository:
 
     def on_test(self, account_number: str) -> Test | None:
         return self.tests.get(account_number)
+
+    def has_schedule(self, account_number: str) -> bool:
+        return account_number in self.scheduled
+
+    def open_close(
+        self, account_number: str, area: str, user: str, opening: bool, at_us: int, incident: int
+    ) -> None:
+        self.open_closes.append((account_number, area, user, opening, at_us, incident))
 
     # helpers of the tests ---------------------------------------------------------------------
 
@@ -324,6 +334,23 @@ def test_restore_of_something_else_does_not_restore(
     assert event.path is RoutePath.RESTORE
     assert event.alarm_id is None
     assert repo.restored_us == {}
+
+
+def test_openings_and_closings_of_a_scheduled_account_are_recorded_for_its_checks(
+    router: Router, repo: FakeRepository
+) -> None:
+    repo.scheduled = {ACCOUNT}
+    opening = route(router, repo, repo.signal("E401", area="02", zone="003", at_us=T0))
+    route(router, repo, repo.signal("R441", zone="004", at_us=T0 + SECOND))
+    route(router, repo, repo.signal("P401", zone="004"))  # a status report: neither
+    route(router, repo, repo.signal("E130"))  # not an open/close event
+    route(router, repo, repo.signal("E401", panel="13"))  # an account with no schedule
+    route(router, repo, repo.signal("E401", panel="9999"))  # an unknown account
+    assert repo.open_closes == [
+        (ACCOUNT, "02", "003", True, T0, opening.incident_number),
+        (ACCOUNT, "01", "004", False, T0 + SECOND, opening.incident_number + 1),
+    ]
+    assert opening.path is RoutePath.HISTORY  # routed as it always was
 
 
 def test_closing_is_history_with_the_restore_type(router: Router, repo: FakeRepository) -> None:

@@ -43,6 +43,8 @@ COMMANDS = {
     "storm": "storm:storm_group",
     "test": "on_test:test_group",
     "report": "reports:report_group",
+    "schedule": "schedules:schedule_group",
+    "holiday": "holidays:holiday_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

@@ -326,8 +326,20 @@ def import_csv(
     fmt = FORMATS.get(kind)
     if fmt is None:
         raise ProvisioningError(f"no import of {kind!r} (one of {', '.join(FORMATS)})")
+    return import_with(engine, fmt, path, on_progress)
+
+
+def import_with(
+    engine: Engine,
+    fmt: CsvFormat,
+    path: Path,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """:func:`import_csv` of a format of the caller's (one whose rows need more than the
+    engine to be stored: ``schedule import``)."""
     from alarmhub.store.response_import import refresh_statistics
 
+    kind = fmt.kind
     added = updated = 0
     refused: list[dict[str, Any]] = []
     next_refresh = 1

@@ -164,3 +164,21 @@ def storm_resolve(
         data_dir, lambda c: storm.resolve(c, by, chosen, resolution, note, now_us(), types)
     )
     emit(as_json, {"resolved": resolved}, lambda: click.echo(f"{resolved} alarms resolved"))
+
+
+@storm_group.command("pend")
+@click.argument(
+    "alarm_ids", nargs=-1, required=True, type=click.IntRange(min=1), metavar="ALARM_ID..."
+)
+@_by_option
+@data_dir_option
+@json_option
+@provisioning_errors
+def storm_pend(alarm_ids: tuple[int, ...], by: str, data_dir: Path | None, as_json: bool) -> None:
+    """Send alarms of the storm list to pending after all (one that needs an operator)."""
+    from alarmhub.core import storm as rules
+    from alarmhub.store import storm
+
+    named = rules.check_batch(alarm_ids, False) or ()
+    sent = _write(data_dir, lambda c: storm.pend(c, by, named, now_us()))
+    emit(as_json, {"pending": sent}, lambda: click.echo(f"{sent} alarms sent to pending"))

@@ -12,6 +12,8 @@ are ``core.storm`` and ``store.storm``'s, the same as the command line's.
   that ``changed`` and, switching off, their storm list (``list``: ``alarms`` and ``total``).
 - ``POST /console/api/storm/resolve`` ``{"alarm_ids": [...]}`` or ``{"all": true, "types": [...]}``
   with ``"resolution"`` and an optional ``"note"``: ``{"resolved": N}``.
+- ``POST /console/api/storm/pend`` ``{"alarm_ids": [...]}``: those alarms of the storm list go to
+  pending after all: ``{"pending": N}``.
 - ``GET /console/api/reports/handling?from=YYYY-MM-DD&to=YYYY-MM-DD``: the handling report of
   those days (both included) in the station's time zone.
 """
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 Api = Callable[["Handler", bool], Callable[[Request], Awaitable[Response]]]
 SWITCH_FIELDS = {"types": list, "on": bool}
 RESOLVE_FIELDS = {"alarm_ids": list, "all": bool, "types": list, "resolution": str, "note": str}
+PEND_FIELDS = {"alarm_ids": list}
 
 
 class Supervising:
@@ -57,6 +60,7 @@ class Supervising:
             Route(f"{prefix}/storm", api(self.storm_status, False), methods=["GET"]),
             Route(f"{prefix}/storm", api(self.storm_switch, True), methods=["POST"]),
             Route(f"{prefix}/storm/resolve", api(self.storm_resolve, True), methods=["POST"]),
+            Route(f"{prefix}/storm/pend", api(self.storm_pend, True), methods=["POST"]),
             Route(f"{prefix}/reports/handling", api(self.handling_report, False), methods=["GET"]),
         ]
 
@@ -83,12 +87,7 @@ class Supervising:
     async def storm_resolve(self, request: Request, session: Session) -> dict[str, Any]:
         ops.check_supervising(session.operator, "resolve the storm list")
         fields = await self.body(request, RESOLVE_FIELDS)
-        named = fields.get("alarm_ids")
-        if named is not None and not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 < i <= inputs.MAX_ALARM_ID
-            for i in named
-        ):
-            raise BadInput("alarm_ids must be positive whole numbers")
+        named = _alarm_ids(fields.get("alarm_ids"))
         types = _strings(fields.get("types", []), "types")
         if types and not fields.get("all"):
             raise BadInput("types go with all")
@@ -99,6 +98,15 @@ class Supervising:
             lambda c: storm.resolve(c, session.code, chosen, resolution, note, now_us(), types)
         )
         return {"resolved": resolved}
+
+    async def storm_pend(self, request: Request, session: Session) -> dict[str, Any]:
+        ops.check_supervising(session.operator, "send storm alarms to pending")
+        named = rules.check_batch(
+            _alarm_ids((await self.body(request, PEND_FIELDS)).get("alarm_ids")), False
+        )
+        assert named is not None  # check_batch asks for alarms when not all
+        sent = await self.console.write(lambda c: storm.pend(c, session.code, named, now_us()))
+        return {"pending": sent}
 
     async def handling_report(self, request: Request, session: Session) -> dict[str, Any]:
         ops.check_supervising(session.operator, "see the reports")
@@ -113,6 +121,15 @@ def _local_zone() -> tzinfo:
     local = datetime.now().astimezone().tzinfo
     assert local is not None
     return local
+
+
+def _alarm_ids(value: Any) -> list[int] | None:
+    if value is not None and not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 < i <= inputs.MAX_ALARM_ID
+        for i in value
+    ):
+        raise BadInput("alarm_ids must be positive whole numbers")
+    return None if value is None else list(value)
 
 
 def _strings(value: list[Any], name: str) -> list[str]:

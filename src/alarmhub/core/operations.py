@@ -85,9 +85,12 @@ class Action(StrEnum):
     STORM_ON = "STMON"
     STORM_OFF = "STMOF"
     STORM_RESOLVE = "STMRS"
+    STORM_PEND = "STMPD"
     DISPATCH = "DISP"
     STEP = "STEP"
     MOVE = "MOVE"
+    MANUAL_OPEN = "MOPEN"  # an operator opened a scheduled account by hand
+    MANUAL_CLOSE = "MCLOS"
 
 
 DEFAULT_RESOLUTIONS: dict[str, str] = {
@@ -278,9 +281,12 @@ def audit_text(action: Action, operator: str, detail: str = "") -> str:
         Action.STORM_ON: "STORM MODE ON",
         Action.STORM_OFF: "STORM MODE OFF",
         Action.STORM_RESOLVE: "RESOLVED STORM LIST",
+        Action.STORM_PEND: "SENT STORM ALARM TO PENDING",
         Action.DISPATCH: "DISPATCHED",
         Action.STEP: "DID STEP",
         Action.MOVE: "MOVED ALARM",
+        Action.MANUAL_OPEN: "OPENED ACCOUNT",
+        Action.MANUAL_CLOSE: "CLOSED ACCOUNT",
     }[action]
     text = f"OPR {operator} {words}"
     if detail:  # what a dispatch was follows as words of the sentence (decisions section 8)

@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, on_test, response, storm, system_alarms
+from alarmhub.core import dc09, on_test, response, schedules, storm, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -160,6 +160,16 @@ class Repository(Protocol):
     def restore_arrived(self, alarm_id: int, at_us: int) -> None: ...
     def test_report(self, account_number: str, at_us: int) -> int | None:
         """Record a test report; the FAIL TO TEST alarm it ends, if one was raised."""
+        ...
+
+    def has_schedule(self, account_number: str) -> bool:
+        """Whether the account has an open/close schedule (from the provisioning cache)."""
+        ...
+
+    def open_close(
+        self, account_number: str, area: str, user: str, opening: bool, at_us: int, incident: int
+    ) -> None:
+        """Record an opening or closing of a scheduled account, to be judged at once."""
         ...
 
     def on_test(self, account_number: str) -> on_test.Test | None:
@@ -306,6 +316,7 @@ class Router:
                     return
             self._raise(repo, history, now_us)
             return
+        self._open_close(repo, account, signal)
         if qualifier == "P":  # a status report of a condition still present: history only
             repo.add_history(_event(signal, account, kind, RoutePath.HISTORY))
             return
@@ -335,6 +346,17 @@ class Router:
             repo.add_history(stormed)
             return
         self._raise(repo, _event(signal, account, kind, RoutePath.PENDING), now_us)
+
+    @staticmethod
+    def _open_close(repo: Repository, account: str, signal: StoredSignal) -> None:
+        """An opening (E) or closing (R) of an account with a schedule is recorded for its
+        checks (``core.schedules``); the signal is routed as any other."""
+        if schedules.is_open_close(signal.code) and repo.has_schedule(account):
+            opening = signal.code[0] == schedules.OPENING
+            repo.open_close(
+                account, signal.area, signal.zone, opening, signal.received_us,
+                signal.incident_number,
+            )  # fmt: skip
 
     @staticmethod
     def _raise(repo: Repository, history: HistoryEvent, now_us: int) -> None:

@@ -85,7 +85,7 @@ def check_batch(alarm_ids: Sequence[int] | None, everything: bool) -> tuple[int,
             raise ActionRefused("OPS-STORM", "name alarms or ask for all, not both", 422)
         return None
     if not alarm_ids:
-        raise ActionRefused("OPS-STORM", "name the alarms to resolve, or ask for all", 422)
+        raise ActionRefused("OPS-STORM", "name the alarms, or ask for all", 422)
     if len(alarm_ids) > BATCH_MAX:
         raise ActionRefused(
             "OPS-STORM", f"at most {BATCH_MAX} alarms named at once (or ask for all)", 422

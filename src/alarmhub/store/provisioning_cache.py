@@ -1,5 +1,6 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
-storm mode, the accounts on test), cached and reloaded when the provisioning revision changes."""
+storm mode, the accounts with an open/close schedule, the accounts on test), cached and
+reloaded when the provisioning revision changes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from sqlalchemy import Connection, select
 
 from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
-from alarmhub.store import provisioning, schema, storm
+from alarmhub.store import provisioning, schedules, schema, storm
 
 
 @dataclass
@@ -20,6 +21,7 @@ class ProvisioningCache:
     masks: dict[str, str] = field(default_factory=dict)
     alarm_types: dict[str, AlarmType] = field(default_factory=dict)
     storm_types: frozenset[str] = frozenset()
+    scheduled: frozenset[str] = frozenset()  # accounts with an open/close schedule
     tests: dict[str, on_test.Test] = field(default_factory=dict)
 
     def refresh(self, conn: Connection) -> None:
@@ -30,6 +32,7 @@ class ProvisioningCache:
         self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))
         self.storm_types = storm.storm_types(conn)
+        self.scheduled = schedules.scheduled_accounts(conn)
         self.tests = running_tests(conn)
         self.revision = current
 

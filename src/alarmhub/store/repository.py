@@ -248,6 +248,16 @@ class SqlRepository:
         )
         return int(ended) if ended is not None else None
 
+    def has_schedule(self, account_number: str) -> bool:
+        return account_number in self._cache.scheduled
+
+    def open_close(
+        self, account_number: str, area: str, user: str, opening: bool, at_us: int, incident: int
+    ) -> None:
+        from alarmhub.store import schedules
+
+        schedules.record(self._conn, account_number, area, user, opening, at_us, incident)
+
     def flush(self) -> list[Arriving]:
         """Write what this transaction buffered; the pending alarms it raised, for ``hand_out``
         (those on the storm list are nobody's to hand out)."""

@@ -5,7 +5,8 @@ each applied in the caller's write transaction with the rules of ``core.storm``.
 Routing reads the TYPEs in storm mode from its provisioning cache, so a switch bumps the
 provisioning revision (routing reloads them with its next batch) and the queue revision (the
 consoles show the change). Every switch is an OPERATOR record of the station (STMON, STMOF),
-every batch resolution a RESOLVE record for each alarm and one STMRS record for the batch.
+every batch resolution a RESOLVE record for each alarm and one STMRS record for the batch, every
+alarm sent from the storm list to pending an STMPD record.
 """
 
 from __future__ import annotations
@@ -127,6 +128,44 @@ def switch(
     return answer
 
 
+def pend(conn: Connection, code: str, alarm_ids: Sequence[int], now_us: int) -> int:
+    """Send alarms of the storm list to pending, as supervisor ``code`` (one that needs an
+    operator after all: a real outage among the weather's): refused, changing nothing, if one
+    is not on the storm list. They keep the time they were raised (their age in pending), and
+    are handed out as any pending alarm; an STMPD record for each. How many were sent."""
+    who = _requester(conn, code, "send storm alarms to pending")
+    rows = _on_storm_list(conn, alarm_ids)
+    for row in rows:
+        conn.execute(
+            update(schema.alarm)
+            .where(ALARM.alarm_id == row["alarm_id"], ALARM.state == AlarmState.STORM)
+            .values(state=AlarmState.PENDING)
+        )
+        handling.record(conn, who, Action.STORM_PEND, now_us, row)
+    if rows:
+        provisioning.bump_revision(conn, queries.QUEUE)
+    return len(rows)
+
+
+def _on_storm_list(
+    conn: Connection, alarm_ids: Sequence[int] | None, types: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The alarms of the storm list named (refused if one is not on it), or, when None, the
+    whole list (of ``types`` only, when given), oldest first."""
+    query = select(schema.alarm).where(ALARM.state == AlarmState.STORM)
+    if alarm_ids is not None:
+        query = query.where(ALARM.alarm_id.in_(alarm_ids))
+    if types:
+        query = query.where(ALARM.type.in_([t.strip().upper() for t in types]))
+    rows = [dict(r) for r in conn.execute(query.order_by(ALARM.alarm_id)).mappings()]
+    if alarm_ids is not None and len(rows) != len(set(alarm_ids)):
+        found = {r["alarm_id"] for r in rows}
+        missing = [str(i) for i in alarm_ids if i not in found]
+        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ActionRefused("OPS-STATE", f"not on the storm list: alarm {shown}")
+    return rows
+
+
 def resolve(
     conn: Connection,
     code: str,
@@ -150,17 +189,7 @@ def resolve(
         raise ActionRefused(
             "OPS-DISPATCH", f"{chosen.code} means a dispatch: the storm list's alarms had none"
         )
-    query = select(schema.alarm).where(ALARM.state == AlarmState.STORM)
-    if alarm_ids is not None:
-        query = query.where(ALARM.alarm_id.in_(alarm_ids))
-    if types:
-        query = query.where(ALARM.type.in_([t.strip().upper() for t in types]))
-    rows = [dict(r) for r in conn.execute(query.order_by(ALARM.alarm_id)).mappings()]
-    if alarm_ids is not None and len(rows) != len(alarm_ids):
-        found = {r["alarm_id"] for r in rows}
-        missing = [str(i) for i in alarm_ids if i not in found]
-        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
-        raise ActionRefused("OPS-STATE", f"not on the storm list: alarm {shown}")
+    rows = _on_storm_list(conn, alarm_ids, types)
     if not rows:
         return 0
     handling.close(conn, who, rows, chosen, AlarmState.STORM, now_us)

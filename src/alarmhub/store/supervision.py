@@ -1,6 +1,7 @@
 """The supervision checks: FAIL TO TEST for accounts whose periodic test is overdue, SOURCE
 FAILURE for heartbeat pairs that stopped, COMMUNICATION FAILURE for DC-09 accounts that stopped
-reporting, and their restorals; then held alarms whose time is up go back to pending and
+reporting, and their restorals; the open/close schedules whose checks are due
+(:mod:`alarmhub.store.schedules`); then held alarms whose time is up go back to pending and
 pending alarms go to the operator working their account, else to idle operators.
 
 Each supervision transaction first takes the incident counter's row lock
@@ -11,6 +12,7 @@ by several nodes they run one after the other.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, tzinfo
 
 from sqlalchemy import BigInteger, Connection, cast, func, select, update
 from sqlalchemy.engine import Engine
@@ -22,7 +24,7 @@ from alarmhub.core.dc09 import line_name
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import Router, StoredSignal
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import dc09, handling, on_test, schema
+from alarmhub.store import dc09, handling, on_test, schedules, schema
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
@@ -37,10 +39,11 @@ log = logging.getLogger("alarmhub.router")
 class Supervision:
     """Runs the supervision checks; one per database writer."""
 
-    def __init__(self, engine: Engine, test_grace_s: int) -> None:
+    def __init__(self, engine: Engine, test_grace_s: int, station_zone: tzinfo = UTC) -> None:
         self.cache = ProvisioningCache()
         self._inserts = Inserts(engine)
         self._test_grace_s = test_grace_s
+        self._station_zone = station_zone  # of schedules with no time zone of their own
 
     def supervise(self, conn: Connection, now_us: int) -> int:
         """Raise FAIL TO TEST, SOURCE FAILURE and COMMUNICATION FAILURE (DC-09) alarms and their
@@ -51,6 +54,7 @@ class Supervision:
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
+        changed += schedules.check(conn, repo, now_us, self._station_zone)
         changed += on_test.return_due(conn, repo, now_us)  # tests whose time is up
         raised = repo.flush()
         changed += handling.end_holds(conn, now_us)

@@ -138,6 +138,7 @@ class SignalWriter:
             "runaway_limit": s.runaway_limit,
             "runaway_minutes": s.runaway_minutes,
             "test_grace_minutes": s.test_grace_minutes,
+            "timezone": s.timezone,
             "log_level": s.log_level,
             "log_format": s.log_format,
         }

@@ -33,6 +33,7 @@ from alarmhub.core import units
 from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
+from alarmhub.settings import station_zone
 from alarmhub.store import framing
 from alarmhub.store.commit import (
     SignalInsert,
@@ -108,7 +109,9 @@ class WriterLoop:
             runaway_minutes=int(config["runaway_minutes"]),
         )
         self._supervision = Supervision(
-            self._derived.engine, test_grace_s=int(config["test_grace_minutes"]) * 60
+            self._derived.engine,
+            test_grace_s=int(config["test_grace_minutes"]) * 60,
+            station_zone=station_zone(config.get("timezone", "")),
         )
         self._buffer = buffer
         self._waiting: list[list[Any]] = []

@@ -123,6 +123,17 @@
     }
   }
 
+  async function pend(ids) {
+    showError("");
+    try {
+      const answer = await hub.api("POST", "/storm/pend", { alarm_ids: ids });
+      hub.banner(`${answer.pending} alarms of the storm list sent to pending`);
+      load();
+    } catch (err) {
+      showError(err.message);
+    }
+  }
+
   function fillResolutions() {
     const select = $("#form-storm-resolve select");
     if (select.options.length || !hub.state.resolutions.length) return;
@@ -159,6 +170,11 @@
       const ids = selected();
       if (!ids.length) { showError("select the alarms to resolve, or resolve all"); return; }
       resolve({ alarm_ids: ids });
+    });
+    $("#storm-pend").addEventListener("click", () => {
+      const ids = selected();
+      if (!ids.length) { showError("select the alarms to send to pending"); return; }
+      pend(ids);
     });
     $("#storm-resolve-all").addEventListener("click", () => {
       const total = Number($("#storm-count").textContent);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import MetaData
+from sqlalchemy import BigInteger, Column, Integer, MetaData
 
 metadata = MetaData(
     naming_convention={
@@ -12,3 +12,10 @@ metadata = MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+
+def serial(name: str) -> Column[int]:
+    """A table's own number, counted up by the database (64-bit; SQLite's INTEGER PRIMARY KEY)."""
+    return Column(
+        name, BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )

@@ -16,7 +16,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from alarmhub.store.schema.base import metadata
+from alarmhub.store.schema.base import metadata, serial
 
 account_zone = Table(
     "account_zone",
@@ -43,12 +43,7 @@ account_user = Table(
 contact = Table(
     "contact",
     metadata,
-    Column(
-        "contact_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("contact_id"),
     Column("account_number", String(9), ForeignKey("account.account_number"), nullable=False),
     Column("name", String(60), nullable=False),
     Column("phone1", String(20), nullable=False, server_default=""),
@@ -137,12 +132,7 @@ verification before a dispatch (NULL: the shipped rule), and storm mode since wh
 dispatch = Table(
     "dispatch",
     metadata,
-    Column(
-        "dispatch_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("dispatch_id"),
     Column("alarm_id", BigInteger, nullable=False),
     Column("account_number", String(9), nullable=False),
     Column("agency", String(8), nullable=False),

@@ -16,7 +16,7 @@ from sqlalchemy import (
     false,
 )
 
-from alarmhub.store.schema.base import metadata
+from alarmhub.store.schema.base import metadata, serial
 
 driver = Table(
     "driver",
@@ -85,12 +85,7 @@ account = Table(
 signal = Table(
     "signal",
     metadata,
-    Column(
-        "incident_number",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("incident_number"),
     Column("source", String(64), nullable=False),
     Column("destination", String(64), nullable=False),
     Column("dnis", String(5), nullable=False),
@@ -216,12 +211,7 @@ Index("ix_alarm_resolved", alarm.c.resolved_us)
 history = Table(
     "history",
     metadata,
-    Column(
-        "event_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("event_id"),
     Column("account_number", String(9), nullable=False),
     Column("incident_number", BigInteger, nullable=False),
     Column("received_us", BigInteger, nullable=False),

@@ -16,17 +16,12 @@ from sqlalchemy import (
     true,
 )
 
-from alarmhub.store.schema.base import metadata
+from alarmhub.store.schema.base import metadata, serial
 
 on_test = Table(
     "on_test",
     metadata,
-    Column(
-        "test_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("test_id"),
     Column("account_number", String(9), nullable=False),
     Column("zones", String(400), nullable=False, server_default=""),
     Column("types", String(200), nullable=False, server_default=""),
@@ -71,12 +66,7 @@ Index("ix_schedule_next_check", schedule.c.next_check_us)
 schedule_window = Table(
     "schedule_window",
     metadata,
-    Column(
-        "window_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("window_id"),
     Column("account_number", String(9), nullable=False),
     Column("area", String(2), nullable=False, server_default=""),
     Column("day", Integer, nullable=True),
@@ -105,12 +95,7 @@ holiday = Table(
 open_close = Table(
     "open_close",
     metadata,
-    Column(
-        "event_id",
-        BigInteger().with_variant(Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial("event_id"),
     Column("account_number", String(9), nullable=False),
     Column("area", String(2), nullable=False, server_default=""),
     Column("opening", Boolean, nullable=False),
