@@ -9,34 +9,17 @@ documentation's ``docs/images/console-on-test.png`` is a copy of ``on-test.png``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from alarmhub.store import schema
-from tests.support.browser import open_page, shot, sign_in_not_receiving, watch_problems
+from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import Hub, provision_console, served
+from tests.support.console_station import Hub
 from tests.support.processes import wait_for
 
 H = schema.history.c
-
-
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[Hub]:
-    data_dir = tmp_path / "station"
-    token, engine = provision_console(data_dir)
-    with served(data_dir, token, engine) as hub:
-        yield hub
-
-
-@pytest.fixture
-def page(hub: Hub) -> Iterator[Page]:
-    with open_page() as page:
-        yield page
 
 
 def path_of(hub: Hub, account: str, zone: str) -> str | None:

@@ -11,26 +11,21 @@ The node runs in the test's process; consoles sign in through the form and use t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
 from alarmhub.core.account import Account
 from alarmhub.core.alarm_types import TEST_END_NOT_RESTORED
 from alarmhub.store import operators, provisioning, queries
-from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine
 from tests.support.console_client import PASSWORD, Console, queue_rows
 from tests.support.console_station import refused
 from tests.support.database import database_url
-from tests.support.in_process import InProcessStation, in_process_node
+from tests.support.node_hub import NodeHub, running
 from tests.support.processes import cli, provision, wait_for
-from tests.support.xm_signing import PARAMS, PATH, sha1_headers
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -40,46 +35,14 @@ API_USER, API_PASSWORD = "integrator", "integrator-secret-1"
 DEADLINE_S = 20
 
 
-@dataclass
-class Hub:
-    station: InProcessStation
-    engine: Engine
-    consoles: dict[str, Console] = field(default_factory=dict)
-
-    def console(self, code: str) -> Console:
-        if code not in self.consoles:
-            transport = self.station.client._transport
-            console = Console(self.station.url, transport).sign_in(code, PASSWORD)
-            console.ok("/receiving", {"receiving": False})
-            self.consoles[code] = console
-        return self.consoles[code]
-
-    def post(self, account: str, code: str, zone: str) -> int:
-        """Post a signal and wait until it is routed; its incident number."""
-        body = {"dnis": DNIS, "panel": account[2:], "code": code, "zone_or_user": zone}
-        answer = self.station.post({**body, "area": "01"})
-        assert answer.status_code == 200, answer.text
-        with self.engine.connect() as conn:  # this module's signals come one at a time
-            incident = int(conn.execute(select(func.max(s.signal.c.incident_number))).scalar_one())
-        wait_for(lambda: self.routed(incident), f"signal {incident} routed", DEADLINE_S)
-        return incident
-
-    def routed(self, incident: int) -> bool:
-        with self.engine.connect() as conn:
-            return bool(queries.history_of_incident(conn, incident))
-
+class Hub(NodeHub):
     def pending_of(self, account: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             return [a for a in queries.pending_alarms(conn) if a["account_number"] == account]
 
     def xmhist(self, account: str, **fields: str) -> list[dict[str, Any]]:
-        form = {"*setMethod": "XMHIST", "ACCOUNT": account, "HOURS": "24", "ARRAY": "Y", **fields}
-        parts = {name: (None, value) for name, value in form.items()}
-        answer = self.station.client.post(
-            PATH, params=PARAMS, files=parts, headers=sha1_headers(API_USER, API_PASSWORD)
-        )
-        assert answer.status_code == 200, answer.text
-        return list(answer.json()["EVENT"])
+        answer = self.xm("XMHIST", ACCOUNT=account, HOURS="24", ARRAY="Y", **fields)
+        return list(answer["EVENT"])
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +55,9 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
     for number, name in ((SHOP, "Elm Shop"), (FARM, "Oak Farm"), (MILL, "Ash Mill")):
         provisioning.add_account(engine, Account(number, name))
     operators.add_operator(engine, "OP1", "Olive Operator", "operator", PASSWORD)
-    env = {"ALARMHUB_TIMEZONE": "UTC"}
-    with in_process_node(data_dir, env) as node:
-        hub = Hub(InProcessStation(node, token, data_dir), engine)
-        try:
-            yield hub
-        finally:
-            for console in hub.consoles.values():
-                console.close()
-            engine.dispose()
+    api = (API_USER, API_PASSWORD)
+    with running(Hub, data_dir, token, engine, DNIS, api, {"ALARMHUB_TIMEZONE": "UTC"}) as hub:
+        yield hub
 
 
 def delete(console: Console, account: str, body: object = None, csrf: str | None = None) -> Any:

@@ -20,43 +20,30 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.account import Account
 from alarmhub.core.alarm_types import RUNAWAY, TEST_END_NOT_RESTORED
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.on_test import RETURN_TYPE, START_TYPE
 from alarmhub.core.operations import AlarmState
 from alarmhub.core.response import Zone
 from alarmhub.core.router import RoutePath
-from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import on_test, operations, provisioning, queries, response
+from alarmhub.store import on_test, queries, response
 from alarmhub.store import schema as s
-from alarmhub.store.commit import SignalInsert, commit_signals
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.routing import SignalRouting
 from alarmhub.store.supervision import Supervision
-from tests.support.database import database_url
+from tests.support.store_station import MINUTE, SECOND, T0, act, route, station
 
-SECOND = 1_000_000
-MINUTE = 60 * SECOND
-T0 = 1_800_000_000 * SECOND
-DNIS = "D1"
 ACCOUNT = "700012"
 OTHER = "700013"
 H = s.history.c
-A = s.alarm.c
 RUNAWAY_LIMIT = 3
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "a"))
-    upgrade(engine)
-    provisioning.add_dnis(engine, DNIS, "70####")
-    provisioning.add_account(engine, Account(ACCOUNT, "Acme Widgets", "1 Main St", "Springfield"))
-    provisioning.add_account(engine, Account(OTHER, "Beta Books", "2 Elm St", "Springfield"))
-    response.set_zone(engine, Zone(ACCOUNT, "004", "Back door"))
-    yield engine
-    engine.dispose()
+    with station(tmp_path, {ACCOUNT: "Acme Widgets", OTHER: "Beta Books"}, ()) as engine:
+        response.set_zone(engine, Zone(ACCOUNT, "004", "Back door"))
+        yield engine
 
 
 class Station:
@@ -66,24 +53,16 @@ class Station:
         self.engine = engine
         self.routing = SignalRouting(engine, RUNAWAY_LIMIT, 2)
 
-    def signal(self, code: str, zone: str, at_us: int, panel: str = "12") -> int:
+    def signal(self, code: str, zone: str, at_us: int, account: str = ACCOUNT) -> int:
         """One signal, routed; its incident number."""
-        sent = Signal("site", "rx", SignalFields(DNIS, panel, code, "01", zone), "t", at_us)
-        with write_transaction(self.engine) as conn:
-            (stored,) = commit_signals(conn, SignalInsert(self.engine), [sent], 3600 * SECOND)
-        with write_transaction(self.engine) as conn:
-            self.routing.route(conn, at_us)
-        return stored.incident_number
-
-
-def act(engine: Engine, work: Any) -> Any:
-    return operations.run(engine, lambda c: operations.on_queues(work, c))
+        (incident,) = route(self.engine, [(account, code, zone)], at_us, self.routing)
+        return incident
 
 
 def start(engine: Engine, account: str = ACCOUNT, at_us: int = T0, **options: Any) -> Any:
     options.setdefault("minutes", 60)
     options.setdefault("by", "J Smith")
-    return act(engine, lambda c: on_test.start(c, account, now_us=at_us, **options))
+    return act(engine, lambda c: on_test.start(c, account, now_us=at_us, **options), queues=True)
 
 
 def event_of(engine: Engine, incident: int) -> dict[str, Any]:
@@ -153,7 +132,7 @@ def test_a_zone_or_an_account_not_on_test_pends_as_always(engine: Engine) -> Non
     start(engine, zones=["003"], types=["burg"])
     other_zone = station.signal("E130", "005", T0 + SECOND)
     other_type = station.signal("E110", "003", T0 + SECOND)
-    other_account = station.signal("E130", "003", T0 + SECOND, panel="13")
+    other_account = station.signal("E130", "003", T0 + SECOND, account=OTHER)
     assert sorted(a["alarm_id"] for a in pending(engine)) == [other_zone, other_type, other_account]
     assert event_of(engine, other_zone)["pr_checksum"] == RoutePath.PENDING.value
 
@@ -191,7 +170,7 @@ def test_stop_raises_test_end_not_restored_for_the_zone_left_open(engine: Engine
     station.signal("E130", "003", T0 + SECOND)
     station.signal("R130", "003", T0 + 2 * SECOND)
     left = station.signal("E130", "004", T0 + 3 * SECOND)
-    found = act(engine, lambda c: on_test.stop(c, ACCOUNT, "Ann", T0 + MINUTE))
+    found = act(engine, lambda c: on_test.stop(c, ACCOUNT, "Ann", T0 + MINUTE), queues=True)
     assert [x["restored"] for x in found["signals"]] == [True, True, False]
     assert found["test"]["ended_us"] == T0 + MINUTE
 
@@ -202,7 +181,9 @@ def test_stop_raises_test_end_not_restored_for_the_zone_left_open(engine: Engine
     assert (record["hist_text"], record["pr_checksum"]) == ("RETURN FROM TEST BY ANN", "OPERATOR")
     assert left not in [a["alarm_id"] for a in pending(engine)]
 
-    refused = refusal(lambda: act(engine, lambda c: on_test.stop(c, ACCOUNT, "", T0 + MINUTE)))
+    refused = refusal(
+        lambda: act(engine, lambda c: on_test.stop(c, ACCOUNT, "", T0 + MINUTE), queues=True)
+    )
     assert (refused.code, refused.status) == ("OPS-TEST", 409)
     # back from test, the account's signals pend again
     assert station.signal("E130", "003", T0 + 2 * MINUTE) in [
