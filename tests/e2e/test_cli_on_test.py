@@ -27,6 +27,8 @@ from alarmhub.store.engine import open_engine
 from tests.support.database import database_url
 from tests.support.processes import Station, as_dict, as_list, cli_process, wait_for
 
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 DNIS = "C7"
 ON_TEST = "710001"  # panel 1
 RETURNING = "710002"  # panel 2
@@ -133,6 +135,7 @@ def test_start_signal_list_report_and_stop(station: Station, engine: Engine) -> 
 def test_refusals(
     station: Station, engine: Engine, args: tuple[str, ...], code: int, says: str
 ) -> None:
+
     result = cli_process(station.data_dir, "test", *args, check=False)
     assert result.returncode == code, result.stdout
     assert says in result.stderr

@@ -25,6 +25,8 @@ from tests.support.processes import (
 )
 from tests.support.schedules import STATION_ENV, closed_a_minute_ago
 
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 ACCOUNT = "700012"
 DNIS = "D1"
 DUE_WITHIN_S = 60  # decisions section 9: raised within 60 s of being due
