@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from alarmhub.cli.output import data_dir_option, emit, json_option, open_store, provisioning_errors
-from alarmhub.cli.schedule_options import check_area, check_grace, check_zone, station_zone
+from alarmhub.cli.schedule_options import check_grace, check_zone, station_zone
 from alarmhub.clock import now_us
 from alarmhub.core import schedules as rules
 
@@ -25,7 +25,7 @@ def _import_row(fields: Mapping[str, str]) -> Change:
     grace = fields.get("grace", "")
     change = Change(
         account=fields["account_number"],
-        area=check_area(fields.get("area", "")),
+        area=rules.parse_area(fields.get("area", "")),
         days=rules.parse_days(fields["days"]),
         window=rules.Window(rules.parse_time(fields["open"]), rules.parse_time(fields["close"])),
         settings=Settings(

@@ -45,13 +45,6 @@ def check_zone(name: str) -> str:
     return name
 
 
-def check_area(text: str) -> str:
-    area = text.strip()
-    if area and (len(area) > 2 or not (area.isascii() and area.isalnum())):
-        raise ValueError(f"area {text!r}: up to 2 letters or digits")
-    return area
-
-
 def check_grace(text: str) -> int:
     minutes = int(text) if text.strip().isdigit() else -1
     problem = rules.grace_problem(minutes)
@@ -62,7 +55,7 @@ def check_grace(text: str) -> int:
 
 def area_option(func: F) -> F:
     return click.option(
-        "--area", default="", callback=parsed(check_area), metavar="AREA",
+        "--area", default="", callback=parsed(rules.parse_area), metavar="AREA",
         help="One area's schedule (default: the whole account).",
     )(func)  # fmt: skip
 

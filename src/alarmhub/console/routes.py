@@ -31,11 +31,13 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from alarmhub import settings
 from alarmhub.clock import now_us
 from alarmhub.console import calls, inputs, pages, plan_actions, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.console.on_test import OnTestPanel
+from alarmhub.console.schedules import Schedules, alarm_block
 from alarmhub.console.supervising import Supervising
 from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
@@ -125,6 +127,7 @@ class Console:
         self.writer = writer
         self.feed = feed
         self.zone = zone
+        self.station_zone = zone if zone is not None else settings.station_zone("")
         self.throttle = SignInThrottle()
         self.checks = security.FairChecks()
         self.unknown = security.UnknownSessions()
@@ -307,8 +310,16 @@ class Console:
 
     async def alarm(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        found = await self.read(lambda c: queries.alarm_detail(c, alarm_id))
-        return views.detail(found, now_us())
+        zone = self.station_zone
+
+        def read(conn: Connection) -> dict[str, Any]:
+            found = queries.alarm_detail(conn, alarm_id)
+            row = found["alarm"]
+            area = row["area"] or ""
+            found["schedule"] = alarm_block(conn, row["account_number"], area, now_us(), zone)
+            return found
+
+        return views.detail(await self.read(read), now_us())
 
     async def resolutions(self, request: Request, session: Session) -> dict[str, Any]:
         codes = await self.read(resolutions.resolution_codes)
@@ -423,6 +434,7 @@ class Console:
             *AccountData(self.engine, self.api).routes(API),
             *Supervising(self, _body, self.zone).routes(self.api, API),
             *OnTestPanel(self, _body).routes(self.api, API),
+            *Schedules(self, _body, self.station_zone).routes(self.api, API),
             Mount(
                 "/console/static",
                 app=StaticHeaders(StaticFiles(directory=str(static))),

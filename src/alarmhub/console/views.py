@@ -158,8 +158,8 @@ def operator_statuses(
 
 
 def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
-    """The alarm screen: the alarm, its account, its own events, the account's history and its
-    other open alarms (siblings)."""
+    """The alarm screen: the alarm, its account, its own events, the account's history, its
+    other open alarms (siblings) and its open/close schedule (``console.schedules``)."""
     account = found.get("account")
     return {
         "alarm": alarm(found["alarm"], now_us),
@@ -169,6 +169,7 @@ def detail(found: Mapping[str, Any], now_us: int) -> dict[str, Any]:
         "response": found.get("response"),
         "siblings": [pick(s, SIBLING_FIELDS) for s in found.get("siblings", ())],
         "plan": found.get("plan"),
+        "schedule": found.get("schedule"),
         "server_us": now_us,
     }
 

@@ -95,6 +95,16 @@ class SecretKeyError(AlarmhubError, RuntimeError):
     """The key is missing, malformed, or not the one the data was encrypted with."""
 
 
+SCHEDULE_REFUSED = "OPS-SCHEDULE"
+"""The console's refusals of open/close schedules and holidays: input the rules refuse (422), a
+schedule, temporary schedule or holiday that is not there (404), a manual open or close of an
+account with no schedule (409)."""
+
+
+def schedule_refused(message: str, status: int = 422) -> ActionRefused:
+    return ActionRefused(SCHEDULE_REFUSED, message, status)
+
+
 def envelope(status_code: int, error_code: str, message: str) -> dict[str, Any]:
     """The error envelope of spec 2.2, its keys in this order."""
     return {

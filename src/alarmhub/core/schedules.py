@@ -85,6 +85,14 @@ def parse_date(text: str) -> date:
         raise ValueError(f"date {text!r}: use YYYY-MM-DD (e.g. 2026-12-25)") from None
 
 
+def parse_area(text: str) -> str:
+    """An area of a schedule: up to 2 letters or digits; '' the whole account."""
+    area = text.strip()
+    if area and (len(area) > 2 or not (area.isascii() and area.isalnum())):
+        raise ValueError(f"area {text[:20]!r}: up to 2 letters or digits")
+    return area
+
+
 def hhmm(minute: int) -> str:
     return f"{minute // 60:02d}:{minute % 60:02d}"
 

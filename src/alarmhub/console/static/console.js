@@ -2,7 +2,7 @@
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
 // passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches), sites.js
-// (the site's other alarms, moving them) and
+// (the site's other alarms, moving them), schedules.js (the schedule block, the Schedules view) and
 // accounts.js (admins' data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
