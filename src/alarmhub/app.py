@@ -67,6 +67,7 @@ class Runtime:
             NonceBook(self.writer, shared=self.engine.dialect.name != "sqlite"),
         )
         self.leadership = Leadership(self.engine)
+        self.leadership.listeners.append(self.writer.set_leader)
         self.heartbeats = HeartbeatSupervisor(
             self.writer,
             self.leadership,

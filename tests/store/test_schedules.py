@@ -127,6 +127,18 @@ def test_late_to_close_a_minute_after_the_close_is_raised_once_by_every_node(
     assert row["next_check_us"] == utc("2026-03-03 08:00")
 
 
+def test_only_the_supervision_leader_judges_schedules(engine: Engine) -> None:
+    now = MONDAY_CLOSE + MINUTE
+    set_schedule(engine, now)
+    follower = Supervision(engine, 3600, UTC)
+    with write_transaction(engine) as conn:
+        follower.supervise(conn, now, leader=False)
+    assert alarms(engine, LATE_TO_CLOSE) == []
+    assert schedule_row(engine)["checked_us"] == utc("2026-03-02 00:00")  # left to the leader
+    supervise(engine, now + SECOND, follower)  # the lead taken: judged at its next pass
+    assert [a["hist_text"] for a in alarms(engine, LATE_TO_CLOSE)] == ["LATE TO CLOSE 18:00"]
+
+
 def test_a_schedule_set_again_does_not_raise_its_alarms_again(engine: Engine) -> None:
     now = MONDAY_CLOSE + MINUTE
     set_schedule(engine, now, late_to_open=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import Engine
@@ -30,6 +31,8 @@ class Leadership:
         self.held = not self.shared
         self._conn: Connection | None = None
         self._task: asyncio.Task[None] | None = None
+        self.listeners: list[Callable[[bool], None]] = []
+        """Told whenever this node takes or loses the lead (the writer, for the checks it runs)."""
         metrics.SUPERVISION_LEADER.set(1 if self.held else 0)
 
     async def start(self) -> None:
@@ -66,10 +69,14 @@ class Leadership:
         return self.held
 
     def _set(self, held: bool) -> None:
-        if held != self.held:
+        changed = held != self.held
+        if changed:
             log.info("supervision leader" if held else "no longer supervision leader")
         self.held = held
         metrics.SUPERVISION_LEADER.set(1 if held else 0)
+        if changed:
+            for listener in self.listeners:
+                listener(held)
 
     def _drop_connection(self) -> None:
         if self._conn is not None:

@@ -45,7 +45,7 @@ class Supervision:
         self._test_grace_s = test_grace_s
         self._station_zone = station_zone  # of schedules with no time zone of their own
 
-    def supervise(self, conn: Connection, now_us: int) -> int:
+    def supervise(self, conn: Connection, now_us: int, leader: bool = True) -> int:
         """Raise FAIL TO TEST, SOURCE FAILURE and COMMUNICATION FAILURE (DC-09) alarms and their
         restorals, return held alarms
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
@@ -54,7 +54,8 @@ class Supervision:
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
-        changed += schedules.check(conn, repo, now_us, self._station_zone)
+        if leader:  # the open/close checks are the supervision leader's
+            changed += schedules.check(conn, repo, now_us, self._station_zone)
         changed += on_test.return_due(conn, repo, now_us)  # tests whose time is up
         raised = repo.flush()
         changed += handling.end_holds(conn, now_us)

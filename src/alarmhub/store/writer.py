@@ -110,6 +110,9 @@ class SignalWriter:
         self._drained = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="writes")
         self._restart: asyncio.Task[None] | None = None
+        # whether this node leads supervision (the writer runs the leader's checks): a node of
+        # its own database always does; on a shared one, as Leadership tells (set_leader)
+        self._leader = engine.dialect.name == "sqlite"
 
     @property
     def closing(self) -> bool:
@@ -141,6 +144,7 @@ class SignalWriter:
             "timezone": s.timezone,
             "log_level": s.log_level,
             "log_format": s.log_format,
+            "leader": self._leader,
         }
         transport.write(framing.encode(config))
         try:
@@ -149,7 +153,16 @@ class SignalWriter:
             transport.close()
             raise StoreUnavailable("the writer process did not start") from None
         self._transport = transport
+        if self._leader != config["leader"]:  # the lead changed while the writer started
+            self.set_leader(self._leader)
         log.info("writer process started", extra={"pid": self._process.pid})
+
+    def set_leader(self, held: bool) -> None:
+        """This node took or lost the lead of supervision: the writer runs the leader's checks
+        (open/close schedules) only while it holds it; a writer started later is told at start."""
+        self._leader = held
+        if self._transport is not None:
+            self._transport.write(framing.encode({"leader": held}))
 
     async def stop(self) -> None:
         """Refuse new signals, let every submitted one be committed and answered, then stop."""

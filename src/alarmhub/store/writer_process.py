@@ -124,6 +124,7 @@ class WriterLoop:
         self._unrouted: list[StoredSignal] = []
         self._unrouted_since = 0.0
         self._next_supervision = time.monotonic()
+        self._leader = bool(config.get("leader", True))  # the parent says when it changes
 
     def recall(self) -> None:
         """Load what routing remembers (the runaway windows) before the first commit."""
@@ -187,7 +188,11 @@ class WriterLoop:
             else:
                 timeout = max(0.0, self._next_supervision - now)
         self._open = _read_available(self._sock, self._buffer, timeout)
-        self._waiting += framing.decode_all(self._buffer)
+        for message in framing.decode_all(self._buffer):
+            if isinstance(message, dict):  # the node took or lost the lead of supervision
+                self._leader = bool(message.get("leader"))
+            else:
+                self._waiting.append(message)
 
     def _commit(self) -> None:
         frames, rows = 0, 0
@@ -313,7 +318,7 @@ class WriterLoop:
             self._route_due = True
         try:
             with self._derived.transaction() as conn:
-                self._supervision.supervise(conn, now_us())
+                self._supervision.supervise(conn, now_us(), leader=self._leader)
         except Exception as exc:
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
         self._forget_keys()
