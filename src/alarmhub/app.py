@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from alarmhub import console, openapi, secret_key
+from alarmhub import api, console, openapi, secret_key
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
@@ -203,4 +203,5 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
             settings.xmhist_max_records,
         )
         routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed, settings.zone)
+        routes += api.routes(runtime.engine, runtime.writer, settings.rest_max_body_bytes)
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -45,6 +45,7 @@ COMMANDS = {
     "report": "reports:report_group",
     "schedule": "schedules:schedule_group",
     "holiday": "holidays:holiday_group",
+    "apikey": "api_keys:apikey_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

@@ -11,6 +11,12 @@ from alarmhub.store.schema.dc09 import (
     dc09_account,
     dc09_line,
 )
+from alarmhub.store.schema.integrator import (
+    api_key,
+    event,
+    webhook,
+    webhook_delivery,
+)
 from alarmhub.store.schema.operators import (
     api_user,
     console_session,
@@ -61,6 +67,7 @@ __all__ = [
     "agency",
     "alarm",
     "alarm_type",
+    "api_key",
     "api_user",
     "call_attempt",
     "call_list_entry",
@@ -71,6 +78,7 @@ __all__ = [
     "dispatch",
     "dnis",
     "driver",
+    "event",
     "heartbeat",
     "history",
     "holiday",
@@ -92,4 +100,6 @@ __all__ = [
     "token_driver",
     "token_heartbeat",
     "type_handling",
+    "webhook",
+    "webhook_delivery",
 ]

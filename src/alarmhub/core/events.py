@@ -1,0 +1,47 @@
+"""Events integrators hear of (webhooks, the event stream; decisions section 10): their kinds and
+their bodies ``{"type", "timestamp", "data"}``. For alarm events ``data`` holds at least
+``account``, ``incident_number``, ``alarm_id``, ``type``, ``hist_text`` and ``priority``, with the
+values of the query interface's fields of those names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from alarmhub.core import units
+
+ALARM_RAISED = "alarm.raised"
+ALARM_TAKEN = "alarm.taken"
+ALARM_RESOLVED = "alarm.resolved"
+ALARM_RESTORED = "alarm.restored"
+TEST_STARTED = "account.test_started"
+TEST_ENDED = "account.test_ended"
+SUPERVISION_FAILED = "supervision.failed"
+SUPERVISION_RESTORED = "supervision.restored"
+KINDS = (ALARM_RAISED, ALARM_TAKEN, ALARM_RESOLVED, ALARM_RESTORED, TEST_STARTED, TEST_ENDED,
+         SUPERVISION_FAILED, SUPERVISION_RESTORED)  # fmt: skip
+
+
+def timestamp(at_us: int) -> str:
+    """ISO 8601, UTC, to the millisecond: ``2027-01-15T08:00:00.000Z``."""
+    moment = datetime.fromtimestamp(units.to_seconds(at_us), UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def envelope(kind: str, at_us: int, data: Mapping[str, Any]) -> dict[str, Any]:
+    """What an event is sent as (as JSON), by webhooks and the event stream alike."""
+    return {"type": kind, "timestamp": timestamp(at_us), "data": dict(data)}
+
+
+def alarm_data(alarm: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+    """``data`` of an alarm event from an alarm's row (or a history event raising one)."""
+    return {
+        "account": alarm["account_number"],
+        "incident_number": alarm["alarm_id"],
+        "alarm_id": alarm["alarm_id"],
+        "type": alarm["type"],
+        "hist_text": alarm["hist_text"],
+        "priority": alarm["priority"],
+        **more,
+    }

@@ -1,0 +1,85 @@
+"""The integrator API: its keys, the webhooks of integrators, the outbox of events (what webhooks
+deliver and the event stream serves) and each webhook's deliveries of them."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text
+
+from alarmhub.store.schema.base import metadata, serial
+
+api_key = Table(
+    "api_key",
+    metadata,
+    serial("key_id"),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("scopes", String(200), nullable=False),
+    Column("accounts", String(9), nullable=False, server_default=""),
+    Column("created_us", BigInteger, nullable=False),
+    Column("revoked_us", BigInteger, nullable=True),
+    Column("last_used_us", BigInteger, nullable=True),
+    sqlite_autoincrement=True,
+)
+"""Keys of the integrator API: the SHA-256 of each key (the key itself is shown once), its
+scopes (space-separated), the account-number prefix it is limited to (``''``: every account)."""
+
+webhook = Table(
+    "webhook",
+    metadata,
+    serial("webhook_id"),
+    Column("url", String(2000), nullable=False),
+    Column("events", String(400), nullable=False),
+    Column("accounts", String(9), nullable=False, server_default=""),
+    Column("secret_encrypted", String(512), nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("removed_us", BigInteger, nullable=True),
+    Column("delivered_through", BigInteger, nullable=False, server_default="0"),
+    sqlite_autoincrement=True,
+)
+"""Integrators' webhooks: where, which event kinds (space-separated), which accounts (a prefix),
+the signing secret (encrypted with the station's key), and the newest event id up to which
+every event has been handed to a delivery (the worker's place in the outbox)."""
+
+event = Table(
+    "event",
+    metadata,
+    serial("event_id"),
+    Column("kind", String(40), nullable=False),
+    Column("account_number", String(9), nullable=False, server_default=""),
+    Column("body", Text, nullable=False),
+    Column("at_us", BigInteger, nullable=False),
+)
+"""The outbox: every event an integrator can hear of, written in the transaction of the change it
+reports (under the incident counter's lock, so event ids follow the order of the commits); its
+``body`` is the JSON that webhooks and the event stream send, as it will be sent."""
+Index("ix_event_at", event.c.at_us)
+Index("ix_event_account", event.c.account_number, event.c.event_id)
+
+webhook_delivery = Table(
+    "webhook_delivery",
+    metadata,
+    serial("delivery_id"),
+    Column("webhook_id", BigInteger, nullable=False),
+    Column("event_id", BigInteger, nullable=False),
+    Column("account_number", String(9), nullable=False, server_default=""),
+    Column("state", String(10), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_us", BigInteger, nullable=False),
+    Column("claimed_by", String(64), nullable=True),
+    Column("claimed_until_us", BigInteger, nullable=True),
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", String(200), nullable=True),
+    Column("created_us", BigInteger, nullable=False),
+    Column("delivered_us", BigInteger, nullable=True),
+    sqlite_autoincrement=True,
+)
+"""One event to one webhook: ``pending`` (due at ``next_attempt_us``; a node that claimed it
+holds it until ``claimed_until_us``), ``delivered`` or ``failed`` (retries exhausted; it can be
+replayed), with the attempts made and how the last one ended."""
+Index("ix_webhook_delivery_due", webhook_delivery.c.state, webhook_delivery.c.next_attempt_us)
+Index(
+    "ix_webhook_delivery_event",
+    webhook_delivery.c.webhook_id,
+    webhook_delivery.c.event_id,
+    unique=True,
+)
