@@ -45,3 +45,14 @@ def alarm_data(alarm: Mapping[str, Any], **more: Any) -> dict[str, Any]:
         "priority": alarm["priority"],
         **more,
     }
+
+
+def event_id_text(event_id: int) -> str:
+    """An event's id on the wire: the event stream's ``id`` and the webhooks' ``webhook-id``."""
+    return f"evt_{event_id}"
+
+
+def event_id_of(text: str) -> int | None:
+    """The event id ``text`` names (as :func:`event_id_text` writes it), or None."""
+    number = text.strip().removeprefix("evt_")
+    return int(number) if number.isdigit() and len(number) <= 18 else None
