@@ -1,5 +1,5 @@
-"""The integrators' client: signals and heartbeats to the signaling interface, and signed
-queries to the monitoring query interface.
+"""The integrators' client: signals and heartbeats to the signaling interface, signed queries
+to the monitoring query interface, and the integrator API's client (``alarmhub.api_client``).
 
 >>> from alarmhub.client import SignalClient
 >>> client = SignalClient("http://127.0.0.1:8080", token="...")
@@ -17,9 +17,11 @@ from urllib.parse import quote
 
 import httpx
 
+from alarmhub.api_client import ApiClient, ApiError, StreamEvent
 from alarmhub.xm import digest
 
 HEARTBEAT_SECONDS = 20
+__all__ = ["Answer", "ApiClient", "ApiError", "QueryClient", "SignalClient", "StreamEvent"]
 
 
 def _tls(url: str) -> ssl.SSLContext | bool:
