@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from alarmhub import __version__
+from alarmhub.api import openapi as api_openapi
 from alarmhub.core import errors as rx_errors
 from alarmhub.xm import errors as xm_errors
 
@@ -108,13 +109,14 @@ def document() -> dict[str, Any]:
         "SEARCHTYPE", "SERVICEONLY", "LIMITHIST", "NOMULTIPLES", "ARRAY", "FIXED_HISTORY_TAG",
         "SOURCE",
     )  # fmt: skip
-    return {
+    doc: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {
             "title": "alarmhub",
             "version": __version__,
-            "description": "Signaling interface (Contact ID signals, heartbeats) and monitoring "
-            "query interface (XMHIST, XMAPEND, XMAINPRO) of a central station.",
+            "description": "Signaling interface (Contact ID signals, heartbeats), monitoring "
+            "query interface (XMHIST, XMAPEND, XMAINPRO) and integrator API (/api/v1) of a "
+            "central station.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -280,3 +282,8 @@ def document() -> dict[str, Any]:
             },
         },
     }
+    integrator = api_openapi.components()
+    doc["components"]["securitySchemes"].update(integrator["securitySchemes"])
+    doc["components"]["schemas"] = integrator["schemas"]
+    doc["paths"].update(api_openapi.paths())
+    return doc
