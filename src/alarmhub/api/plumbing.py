@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, tzinfo
 from typing import Any, TypeVar
 
 import orjson
@@ -92,10 +93,13 @@ def page(items: list[dict[str, Any]], limit: int, key: str) -> dict[str, Any]:
 class Api:
     """The node's dependencies the endpoints use, and the wrapper every endpoint goes through."""
 
-    def __init__(self, engine: Engine, write: Write[Any], max_body_bytes: int) -> None:
+    def __init__(
+        self, engine: Engine, write: Write[Any], max_body_bytes: int, zone: tzinfo = UTC
+    ) -> None:
         self.engine = engine
         self._write = write
         self.max_body_bytes = max_body_bytes
+        self.zone = zone  # the station's: its local days (schedules, history's dates)
 
     async def read(self, work: Callable[[Connection], T]) -> T:
         def run() -> T:

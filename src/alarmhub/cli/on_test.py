@@ -51,26 +51,6 @@ def _checked(check: Callable[[Any], T], value: Any, option: str) -> T:
         raise click.BadParameter(exc.message, param_hint=option) from None
 
 
-def _test_view(test: dict[str, Any]) -> dict[str, Any]:
-    """A running test as the commands print it: times as ISO 8601 UTC."""
-    return {
-        "account_number": test["account_number"],
-        "company_name": test["company_name"],
-        "zones": test["zones"],
-        "types": test["types"],
-        "by": test["by"],
-        "reason": test["reason"],
-        "started": iso_utc(test["started_us"]),
-        "ends": iso_utc(test["ends_us"]),
-        "minutes_left": test["minutes_left"],
-    }
-
-
-def _signal_view(signal: dict[str, Any]) -> dict[str, Any]:
-    shown = {k: v for k, v in signal.items() if k != "received_us"}
-    return {**shown, "received": iso_utc(signal["received_us"])}
-
-
 def _show_tests(tests: Sequence[dict[str, Any]]) -> None:
     table(list(tests), LIST_COLUMNS, "no account is on test")
 
@@ -119,7 +99,7 @@ def test_start(
         data_dir,
         lambda c: on_test.start(c, account, minutes, who, now_us(), zone_list, type_list, why),
     )
-    shown = _test_view(test)
+    shown = rules.test_view(test)
     emit(as_json, shown, lambda: click.echo(f"{account} on test until {shown['ends']}"))
 
 
@@ -137,7 +117,7 @@ def test_stop(account: str, by: str, data_dir: Path | None, as_json: bool) -> No
 
     who = _checked(rules.check_by, by, "--by") if by.strip() else ""
     found = _write(data_dir, lambda c: on_test.stop(c, account, who, now_us()))
-    signals = [_signal_view(s) for s in found["signals"]]
+    signals = [rules.signal_view(s) for s in found["signals"]]
 
     def human() -> None:
         click.echo(f"{account} returned from test")
@@ -154,7 +134,7 @@ def test_list(data_dir: Path | None, as_json: bool) -> None:
     from alarmhub.store import on_test
 
     with open_store(data_dir).connect() as conn:
-        tests = [_test_view(t) for t in on_test.running_tests(conn, now_us())]
+        tests = [rules.test_view(t) for t in on_test.running_tests(conn, now_us())]
     emit(as_json, tests, lambda: _show_tests(tests))
 
 
@@ -170,7 +150,7 @@ def test_report(account: str, data_dir: Path | None, as_json: bool) -> None:
 
     with open_store(data_dir).connect() as conn:
         found = on_test.report(conn, account)
-    signals = [_signal_view(s) for s in found["signals"]]
+    signals = [rules.signal_view(s) for s in found["signals"]]
 
     def human() -> None:
         test = found["test"]

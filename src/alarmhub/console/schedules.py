@@ -24,7 +24,7 @@ what is not there to remove ``404 OPS-SCHEDULE``; an unknown account ``404 OPS-A
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,13 +47,11 @@ if TYPE_CHECKING:
     from alarmhub.console.routes import Session
 
 T = TypeVar("T")
+_parsed = schedule_data.parsed
+_change = schedule_data.change_of
 ACCOUNT = schema.account.c
 USER = schema.account_user.c
-SET_FIELDS = {
-    "days": str, "open": str, "close": str, "from": str, "to": str, "closed": bool,
-    "grace": int, "timezone": str, "area": str, "late_to_open": bool, "late_to_close": bool,
-    "early_close": bool, "early_grace": int,
-}  # fmt: skip
+SET_FIELDS = schedule_data.SET_FIELDS
 MANUAL_FIELDS = {"opening": bool, "area": str}
 HOLIDAY_FIELDS = {"date": str, "account": str, "name": str}
 REMOVE_PARAMS = frozenset({"day", "from", "to", "area"})
@@ -272,58 +270,8 @@ def _params(request: Request, allowed: set[str] | frozenset[str]) -> dict[str, s
     return params
 
 
-def _parsed(parse: Callable[[str], T], text: str) -> T:
-    """``text`` read by one of ``core.schedules``' parsers; what they refuse is 422."""
-    try:
-        return parse(text)
-    except ValueError as exc:
-        raise schedule_refused(str(exc)) from None
-
-
 def _refusing(work: Callable[[], T], status: int = 422) -> T:
     try:
         return work()
     except ProvisioningError as exc:
         raise schedule_refused(str(exc), status) from None
-
-
-def _change(account: str, fields: Mapping[str, Any]) -> schedule_data.Change:
-    """A ``schedule set`` of the body's fields, checked as the command line checks its options."""
-    days = _parsed(rules.parse_days, fields["days"]) if "days" in fields else []
-    opens = _parsed(rules.parse_time, fields["open"]) if "open" in fields else None
-    closes = _parsed(rules.parse_time, fields["close"]) if "close" in fields else None
-    first = _parsed(rules.parse_date, fields["from"]) if "from" in fields else None
-    last = _parsed(rules.parse_date, fields["to"]) if "to" in fields else None
-    closed = bool(fields.get("closed", False))
-    if (opens is None) != (closes is None):
-        raise schedule_refused("open and close go together")
-    if closed and opens is not None:
-        raise schedule_refused("closed takes no open and close")
-    if closed and first is None:
-        raise schedule_refused("closed goes with from and to")
-    timezone = fields.get("timezone")
-    if timezone is not None:
-        timezone = timezone.strip()
-        if len(timezone) > 64:
-            raise schedule_refused("a time zone name is at most 64 characters")
-    window = rules.Window(opens, closes) if opens is not None and closes is not None else None
-    change = schedule_data.Change(
-        account=account,
-        area=_parsed(rules.parse_area, fields.get("area", "")),
-        days=days,
-        window=window,
-        first=first,
-        last=last,
-        settings=schedule_data.Settings(
-            fields.get("grace"),
-            timezone,
-            fields.get("late_to_open"),
-            fields.get("late_to_close"),
-            fields.get("early_close"),
-            fields.get("early_grace"),
-        ),
-    )
-    problem = change.problem()
-    if problem:
-        raise schedule_refused(problem.replace("--", ""))
-    return change

@@ -8,8 +8,9 @@ then raises TEST END NOT RESTORED. Pure rules, no I/O: the store keeps the tests
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from alarmhub.core import units
 from alarmhub.core.alarm_types import TEST_END_NOT_RESTORED, TYPE_PATTERN
@@ -213,3 +214,27 @@ def left_open(
         if still and restore_expected(code)
     }
     return sorted(zones)
+
+
+# what is printed (the command line's --json and the integrator API) --------------------------
+
+
+def test_view(test: Mapping[str, Any]) -> dict[str, Any]:
+    """A running test as the command line and the API show it: times as ISO 8601 UTC."""
+    return {
+        "account_number": test["account_number"],
+        "company_name": test["company_name"],
+        "zones": test["zones"],
+        "types": test["types"],
+        "by": test["by"],
+        "reason": test["reason"],
+        "started": units.iso_utc(test["started_us"]),
+        "ends": units.iso_utc(test["ends_us"]),
+        "minutes_left": test["minutes_left"],
+    }
+
+
+def signal_view(signal: Mapping[str, Any]) -> dict[str, Any]:
+    """A signal of a test's report (``test report --json``): its time as ISO 8601 UTC."""
+    shown = {k: v for k, v in signal.items() if k != "received_us"}
+    return {**shown, "received": units.iso_utc(signal["received_us"])}

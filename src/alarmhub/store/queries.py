@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, func, or_, select
+from sqlalchemy import Connection, Select, and_, bindparam, func, or_, select
 
 from alarmhub.core import operations as ops
 from alarmhub.core import units
@@ -58,12 +58,15 @@ def account_history(
     paths: frozenset[str] | None = None,
     exclude_types: frozenset[str] = frozenset(),
     settled_only: bool = False,
+    before: tuple[int, int] | None = None,
 ) -> list[dict[str, Any]]:
     """One account's history events received in ``[start_us, stop_us]``, newest first.
 
     Served by the index on (account_number, received_us): the cost grows with the events
     returned, not with the size of history. ``paths`` keeps only those PR_CHECKSUM paths;
-    ``settled_only`` drops events whose alarm is not resolved yet (open, or on the storm list).
+    ``settled_only`` drops events whose alarm is not resolved yet (open, or on the storm list);
+    ``before`` (received_us, event_id) keeps only the events after that one in this order (the
+    next page of the integrator API).
     """
     params: dict[str, Any] = {"account": account_number, "start": start_us, "stop": stop_us}
     if paths is not None:
@@ -72,7 +75,11 @@ def account_history(
         params["types"] = sorted(exclude_types)
     if limit is not None:
         params["limit"] = limit
-    query = _history_query(paths is not None, bool(exclude_types), settled_only, limit is not None)
+    if before is not None:
+        params["before_us"], params["before_id"] = before
+    query = _history_query(
+        paths is not None, bool(exclude_types), settled_only, limit is not None, before is not None
+    )
     result = conn.execute(query, params)
     keys = tuple(result.keys())
     return [dict(zip(keys, row, strict=True)) for row in result.all()]
@@ -80,7 +87,7 @@ def account_history(
 
 @cache
 def _history_query(
-    paths: bool, exclude_types: bool, settled_only: bool, limit: bool
+    paths: bool, exclude_types: bool, settled_only: bool, limit: bool, before: bool = False
 ) -> Select[Any]:
     """The statement of :func:`account_history` for one combination of its filters, built once
     with bound parameters: the query interface runs it on every XMHIST, and building and
@@ -101,6 +108,14 @@ def _history_query(
     if settled_only:
         still_open = select(ALARM.alarm_id).where(ALARM.state.in_(UNRESOLVED_STATES))
         query = query.where(or_(HISTORY.alarm_id.is_(None), HISTORY.alarm_id.not_in(still_open)))
+    if before:
+        at: Any = bindparam("before_us")
+        query = query.where(
+            or_(
+                HISTORY.received_us < at,
+                and_(HISTORY.received_us == at, HISTORY.event_id < bindparam("before_id")),
+            )
+        )
     if limit:
         query = query.limit(bindparam("limit"))
     return query
@@ -152,6 +167,24 @@ def alarms_in(
         query = query.limit(limit)
     return [dict(row) for row in conn.execute(query).mappings()]
 
+
+def open_alarms_after(
+    conn: Connection, states: Sequence[str], prefix: str, after_id: int, limit: int
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` alarms in ``states`` of the accounts whose number starts with ``prefix``,
+    by alarm id after ``after_id`` (the pages of the integrator API); with the company name."""
+    query = (
+        select(schema.alarm, ACCOUNT.company_name)
+        .select_from(
+            schema.alarm.outerjoin(schema.account, ACCOUNT.account_number == ALARM.account_number)
+        )
+        .where(ALARM.state.in_(list(states)), ALARM.alarm_id > after_id)
+        .order_by(ALARM.alarm_id)
+        .limit(limit)
+    )
+    if prefix:
+        query = query.where(ALARM.account_number.startswith(prefix, autoescape=True))
+    return [dict(row) for row in conn.execute(query).mappings()]
 
 def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
     """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""

@@ -6,17 +6,17 @@ accounts) and has the schedules it touches judged again at the next supervision 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import schedules as rules
 from alarmhub.core import units
-from alarmhub.core.errors import ProvisioningError
+from alarmhub.core.errors import ProvisioningError, schedule_refused
 from alarmhub.store import provisioning, schema
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.schedules import (
@@ -31,6 +31,8 @@ from alarmhub.store.schedules import (
 
 ACCOUNT = schema.account.c
 HOLIDAY_NAME_MAX = 60
+TIMEZONE_NAME_MAX = 64
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,67 @@ class Change:
         elif self.window is not None and not self.days:
             return "--open and --close need --day (or --from and --to)"
         return self.settings.problem()
+
+
+# a change from the console's or the API's JSON fields -----------------------------------------
+
+SET_FIELDS: dict[str, type] = {
+    "days": str, "open": str, "close": str, "from": str, "to": str, "closed": bool,
+    "grace": int, "timezone": str, "area": str, "late_to_open": bool, "late_to_close": bool,
+    "early_close": bool, "early_grace": int,
+}  # fmt: skip
+"""The JSON members of a ``schedule set`` (its options, each optional) and their types."""
+
+
+def parsed(parse: Callable[[str], T], text: str) -> T:
+    """``text`` read by one of ``core.schedules``' parsers; what they refuse is 422."""
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise schedule_refused(str(exc)) from None
+
+
+def change_of(account: str, fields: Mapping[str, Any]) -> Change:
+    """A ``schedule set`` of JSON fields (:data:`SET_FIELDS`, types checked), checked as the
+    command line checks its options; refused (422) as ``ActionRefused``."""
+    days = parsed(rules.parse_days, fields["days"]) if "days" in fields else []
+    opens = parsed(rules.parse_time, fields["open"]) if "open" in fields else None
+    closes = parsed(rules.parse_time, fields["close"]) if "close" in fields else None
+    first = parsed(rules.parse_date, fields["from"]) if "from" in fields else None
+    last = parsed(rules.parse_date, fields["to"]) if "to" in fields else None
+    closed = bool(fields.get("closed", False))
+    if (opens is None) != (closes is None):
+        raise schedule_refused("open and close go together")
+    if closed and opens is not None:
+        raise schedule_refused("closed takes no open and close")
+    if closed and first is None:
+        raise schedule_refused("closed goes with from and to")
+    timezone = fields.get("timezone")
+    if timezone is not None:
+        timezone = timezone.strip()
+        if len(timezone) > TIMEZONE_NAME_MAX:
+            raise schedule_refused(f"a time zone name is at most {TIMEZONE_NAME_MAX} characters")
+    window = rules.Window(opens, closes) if opens is not None and closes is not None else None
+    change = Change(
+        account=account,
+        area=parsed(rules.parse_area, fields.get("area", "")),
+        days=days,
+        window=window,
+        first=first,
+        last=last,
+        settings=Settings(
+            fields.get("grace"),
+            timezone,
+            fields.get("late_to_open"),
+            fields.get("late_to_close"),
+            fields.get("early_close"),
+            fields.get("early_grace"),
+        ),
+    )
+    problem = change.problem()
+    if problem:
+        raise schedule_refused(problem.replace("--", ""))
+    return change
 
 
 def _account_known(conn: Connection, account: str) -> None:

@@ -170,7 +170,7 @@ def history_event(row: Mapping[str, Any], zone: tzinfo) -> dict[str, str]:
     }
 
 
-def _paths(query: HistoryQuery) -> frozenset[str]:
+def history_paths(query: HistoryQuery) -> frozenset[str]:
     """The PR_CHECKSUM paths a query shows: operator records only with SEARCHTYPE=OPR, the
     service system's own events only with SERVICEONLY=Y, none of them with NOMULTIPLES=Y."""
     paths = frozenset(p.value for p in RoutePath)
@@ -198,7 +198,7 @@ def xmhist(
         query.start_us,
         query.stop_us,
         limit=query.limit if query.limit is not None else max_records,
-        paths=_paths(query),
+        paths=history_paths(query),
         exclude_types=UNRESOLVED_TYPES if query.no_multiples else frozenset(),
         settled_only=query.no_multiples,
     )

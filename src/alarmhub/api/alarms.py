@@ -1,0 +1,274 @@
+"""Alarms, history and alarm types of the integrator API (read only).
+
+- ``GET /api/v1/alarms?state=pending|in_process|on_hold&limit&cursor`` (alarms:read): the open
+  alarms of the key's account range, by alarm id.
+- ``GET /api/v1/alarms/{alarm_id}`` (alarms:read): one alarm with its events (signals, restorals,
+  system events) and the operators' actions, as the console's alarm screen has them
+  (``store.queries.alarm_detail``); an alarm outside the key's range is answered as a missing one.
+- ``GET /api/v1/accounts/{account}/history`` (alarms:read): the account's history, newest first,
+  with the query interface's XMHIST filters (``hours``, or ``start_date`` and ``stop_date`` with
+  optional ``start_time`` and ``stop_time`` in the station's time zone; ``search_type=OPR``,
+  ``service_only``, ``no_multiples``), read by XMHIST's own query, a page at a time.
+- ``GET /api/v1/alarm-types`` and ``GET /api/v1/alarm-types/{code}`` (accounts:read): the alarm
+  types in effect (``alarmhub alarmtype list``).
+
+Field names are snake_case; moments are ISO 8601 UTC to the millisecond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from alarmhub.api import scoped
+from alarmhub.api.plumbing import Api, encode_cursor, etag_of, json_response, page, page_of
+from alarmhub.api.problems import INPUT, ApiProblem, not_found
+from alarmhub.clock import now_us
+from alarmhub.core.api_keys import ApiKey
+from alarmhub.core.errors import QueryRefused
+from alarmhub.core.operations import OPEN_STATES
+from alarmhub.core.router import RoutePath
+from alarmhub.store import provisioning, queries
+from alarmhub.xm import methods
+
+ID_DIGITS = 18
+HISTORY_PARAMS = {
+    "hours": "HOURS", "start_date": "STARTDATE", "stop_date": "STOPDATE",
+    "start_time": "STARTTIME", "stop_time": "STOPTIME", "search_type": "SEARCHTYPE",
+}  # fmt: skip
+"""The API's name of each XMHIST filter (the Y/N ones are booleans, below)."""
+HISTORY_FLAGS = {"service_only": "SERVICEONLY", "no_multiples": "NOMULTIPLES"}
+DEFAULT_HOURS = "24"
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2})")
+
+
+def alarm_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An alarm as the API shows it."""
+    return {
+        "alarm_id": row["alarm_id"],
+        "account": row["account_number"],
+        "company_name": row.get("company_name") or "",
+        "state": row["state"],
+        "type": row["type"],
+        "priority": row["priority"],
+        "color": row["color"],
+        "hist_text": row["hist_text"],
+        "code": row["code"],
+        "event_code": row["event_code"],
+        "area": row["area"],
+        "zone": row["zone"],
+        "opr": row["opr"],
+        "passcode_verified": row["passcode_verified"],
+        "received_at": scoped.iso(row["received_us"]),
+        "pending_at": scoped.iso(row["pending_us"]),
+        "restored_at": scoped.iso(row["restore_us"]),
+        "taken_at": scoped.iso(row["taken_us"]),
+        "first_call_at": scoped.iso(row["first_call_us"]),
+        "hold_until": scoped.iso(row["hold_until_us"]),
+        "hold_reason": row["hold_reason"],
+        "been_on_hold": bool(row["been_on_hold"]),
+        "resolved_at": scoped.iso(row["resolved_us"]),
+        "resolution": row["resolution"],
+    }
+
+
+def event_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A history event (a signal, a system event or an operator's action)."""
+    return {
+        "event_id": row["event_id"],
+        "account": row["account_number"],
+        "incident_number": row["incident_number"],
+        "alarm_id": row["alarm_id"],
+        "received_at": scoped.iso(row["received_us"]),
+        "code": row["code"],
+        "event_code": row["event_code"],
+        "area": row["area"],
+        "zone": row["zone"],
+        "type": row["type"],
+        "opr": row["opr"],
+        "alarm_category": row["alarm_category"],
+        "priority": row["priority"],
+        "color": row["color"],
+        "hist_text": row["hist_text"],
+        "pr_checksum": row["pr_checksum"],
+        "note": row["note"],
+    }
+
+
+class Alarms:
+    """The endpoints of this module."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    def routes(self) -> list[BaseRoute]:
+        api = self.api
+        return [
+            Route("/alarms", api.endpoint("alarms:read", self.alarms), methods=["GET"]),
+            Route("/alarms/{alarm_id}", api.endpoint("alarms:read", self.alarm), methods=["GET"]),
+            Route("/accounts/{account}/history", api.endpoint("alarms:read", self.history),
+                  methods=["GET"]),
+            Route("/alarm-types", api.endpoint("accounts:read", self.alarm_types),
+                  methods=["GET"]),
+            Route("/alarm-types/{code}", api.endpoint("accounts:read", self.alarm_type),
+                  methods=["GET"]),
+        ]  # fmt: skip
+
+    # alarms -------------------------------------------------------------------------------------
+
+    async def alarms(self, request: Request, key: ApiKey) -> Response:
+        found = scoped.params(request, {"state", "limit", "cursor"})
+        states = [str(s) for s in OPEN_STATES]
+        if "state" in found:
+            if found["state"] not in states:
+                raise ApiProblem(INPUT, f"state must be one of {', '.join(states)}")
+            states = [found["state"]]
+        limit, after = page_of(request)
+        after_id = _cursor_id(after)
+        rows = await self.api.read(
+            lambda c: queries.open_alarms_after(c, states, key.accounts, after_id, limit + 1)
+        )
+        return json_response(page([alarm_view(r) for r in rows], limit, "alarm_id"))
+
+    async def alarm(self, request: Request, key: ApiKey) -> Response:
+        scoped.params(request, set())
+        text = request.path_params["alarm_id"]
+        missing = not_found(f"no alarm {text[: ID_DIGITS + 2]!r}")
+        if not (text.isascii() and text.isdigit() and len(text) <= ID_DIGITS):
+            raise missing
+
+        def read(conn: Connection) -> dict[str, Any]:
+            row = queries.alarm(conn, int(text))
+            if row is None or not key.sees(row["account_number"]):
+                raise missing
+            found = queries.alarm_detail(conn, int(text), history_limit=0)
+            account = found["account"] or {}
+            shown = alarm_view({**found["alarm"], "company_name": account.get("company_name")})
+            events = found["events"]
+            actions = [e for e in events if e["pr_checksum"] == RoutePath.OPERATOR.value]
+            signals = [e for e in events if e["pr_checksum"] != RoutePath.OPERATOR.value]
+            shown["events"] = [event_view(e) for e in signals]
+            shown["actions"] = [event_view(e) for e in actions]
+            return shown
+
+        return json_response(await self.api.read(read))
+
+    # history ------------------------------------------------------------------------------------
+
+    async def history(self, request: Request, key: ApiKey) -> Response:
+        account = scoped.seen(key, request.path_params["account"])
+        allowed = {*HISTORY_PARAMS, *HISTORY_FLAGS, "limit", "cursor"}
+        found = scoped.params(request, allowed)
+        limit, after = page_of(request)
+        before = _history_cursor(after)
+        now = now_us()
+        query = _history_query(account, found, self.api, now)
+
+        def read(conn: Connection) -> list[dict[str, Any]]:
+            scoped.company(conn, account)
+            return queries.account_history(
+                conn,
+                account,
+                query.start_us,
+                query.stop_us,
+                limit=limit + 1,
+                paths=methods.history_paths(query),
+                exclude_types=methods.UNRESOLVED_TYPES if query.no_multiples else frozenset(),
+                settled_only=query.no_multiples,
+                before=before,
+            )
+
+        rows = await self.api.read(read)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = None
+        if more and rows:
+            cursor = encode_cursor(f"{rows[-1]['received_us']}.{rows[-1]['event_id']}")
+        return json_response({"items": [event_view(r) for r in rows], "next_cursor": cursor})
+
+    # alarm types --------------------------------------------------------------------------------
+
+    async def alarm_types(self, request: Request, key: ApiKey) -> Response:
+        scoped.params(request, {"limit", "cursor"})
+        limit, after = page_of(request)
+        rows = await asyncio.to_thread(provisioning.list_alarm_types, self.api.engine)
+        chosen = [r for r in rows if r["code"] > after][: limit + 1]
+        return json_response(page(chosen, limit, "code"))
+
+    async def alarm_type(self, request: Request, key: ApiKey) -> Response:
+        scoped.params(request, set())
+        code = request.path_params["code"]
+        rows = await asyncio.to_thread(provisioning.list_alarm_types, self.api.engine)
+        found = [r for r in rows if r["code"] == code]
+        if not found:
+            raise not_found(f"no alarm type {code[:8]!r}")
+        return json_response(found[0], etag=etag_of(found[0]))
+
+
+def _cursor_id(after: str) -> int:
+    if not after:
+        return 0
+    if not (after.isascii() and after.isdigit() and len(after) <= ID_DIGITS):
+        raise ApiProblem(INPUT, "cursor is not one this API gave")
+    return int(after)
+
+
+def _history_cursor(after: str) -> tuple[int, int] | None:
+    if not after:
+        return None
+    at, _, event_id = after.partition(".")
+    if not all(p.isascii() and p.isdigit() and len(p) <= ID_DIGITS for p in (at, event_id)):
+        raise ApiProblem(INPUT, "cursor is not one this API gave")
+    return int(at), int(event_id)
+
+
+def _history_query(
+    account: str, found: Mapping[str, str], api: Api, now: int
+) -> methods.HistoryQuery:
+    """The XMHIST query of the request's filters (its dates ``YYYY-MM-DD``, times ``HH:MM``);
+    no window given: the last 24 hours. Refusals name the API's parameter."""
+    form = {"ACCOUNT": account}
+    for name, field in HISTORY_PARAMS.items():
+        value = found.get(name)
+        if value is None:
+            continue
+        if name.endswith("_date"):
+            value = _joined(_DATE, value, name, "YYYY-MM-DD")
+        elif name.endswith("_time"):
+            value = _joined(_TIME, value, name, "HH:MM")
+        elif name == "search_type" and value != "OPR":
+            raise ApiProblem(INPUT, "search_type must be OPR (operators' records too)")
+        form[field] = value
+    for name, field in HISTORY_FLAGS.items():
+        form[field] = "Y" if scoped.flag(dict(found), name) else "N"
+    if not {"hours", "start_date", "stop_date"} & set(found):
+        form["HOURS"] = DEFAULT_HOURS
+    try:
+        return methods.parse_history_query(form, api.zone, now)
+    except QueryRefused as refused:
+        field = str(refused.body.get("message", "")).split(" ")[0]
+        names = {f: n for n, f in {**HISTORY_PARAMS, **HISTORY_FLAGS}.items()}
+        if field in names:
+            raise ApiProblem(INPUT, f"{names[field]} is invalid") from None
+        raise ApiProblem(
+            INPUT, "give hours (a whole number above 0), or start_date and stop_date"
+        ) from None
+
+
+def _joined(pattern: re.Pattern[str], value: str, name: str, form: str) -> str:
+    matched = pattern.fullmatch(value)
+    if matched is None:
+        raise ApiProblem(INPUT, f"{name} must be {form}")
+    return "".join(matched.groups())
+
+
+def routes(api: Api) -> list[BaseRoute]:
+    return Alarms(api).routes()

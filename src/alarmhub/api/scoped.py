@@ -1,0 +1,79 @@
+"""What the alarm, history, schedule and on-test resources share: the account a key may see
+(an account outside the key's range is answered as one that does not exist, with the same
+body), the query parameters a request may carry, and moments as ISO 8601 UTC."""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Any
+
+from sqlalchemy import Connection, select
+from starlette.requests import Request
+
+from alarmhub.api.problems import INPUT, ApiProblem, not_found
+from alarmhub.core.account import account_number_problem
+from alarmhub.core.api_keys import ApiKey
+from alarmhub.core.events import timestamp
+from alarmhub.store import schema
+
+ACCOUNT = schema.account.c
+PARAM_MAX_CHARS = 64
+
+
+def no_account(account: str) -> ApiProblem:
+    """The one answer for an account that does not exist and one the key may not see (the
+    store's refusals of a missing account say the same)."""
+    return not_found(f"no account {account!r}")
+
+
+def seen(key: ApiKey, account: str) -> str:
+    """``account`` when it can be an account number the key may see, else the 404."""
+    if account_number_problem(account) or not key.sees(account):
+        raise no_account(account)
+    return account
+
+
+def company(conn: Connection, account: str) -> str:
+    """The account's name; the 404 when there is no such account."""
+    row = conn.execute(
+        select(ACCOUNT.company_name).where(ACCOUNT.account_number == account)
+    ).first()
+    if row is None:
+        raise no_account(account)
+    return str(row[0] or "")
+
+
+def params(request: Request, allowed: Set[str]) -> dict[str, str]:
+    """The request's query parameters: only those ``allowed``, each once and short; anything
+    else is 422 API-INPUT."""
+    found: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if name not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise ApiProblem(INPUT, f"unknown query parameter {name[:20]!r} (known: {known})")
+        if name in found:
+            raise ApiProblem(INPUT, f"query parameter {name!r} given twice")
+        if len(value) > PARAM_MAX_CHARS:
+            raise ApiProblem(INPUT, f"query parameter {name!r} is longer than {PARAM_MAX_CHARS}")
+        found[name] = value
+    return found
+
+
+def flag(found: dict[str, str], name: str) -> bool:
+    """A boolean query parameter: ``true`` or ``false`` (absent: false)."""
+    value = found.get(name, "false")
+    if value not in ("true", "false"):
+        raise ApiProblem(INPUT, f"{name} must be true or false")
+    return value == "true"
+
+
+def iso(us: int | None) -> str | None:
+    """A moment as ISO 8601 UTC to the millisecond (None stays None)."""
+    return None if us is None else timestamp(int(us))
+
+
+def strings(value: Any, name: str) -> list[str]:
+    """A JSON member that must be an array of strings."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ApiProblem(INPUT, f"{name} must be an array of strings")
+    return value
