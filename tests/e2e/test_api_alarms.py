@@ -186,9 +186,7 @@ def test_history_with_the_xmhist_filters(hub: ApiHub) -> None:
         ({"account": "700001"}, "account"),
     ],
 )  # fmt: skip
-def test_a_bad_history_filter_is_refused(
-    hub: ApiHub, params: dict[str, str], named: str
-) -> None:
+def test_a_bad_history_filter_is_refused(hub: ApiHub, params: dict[str, str], named: str) -> None:
     answer = hub.call("station", "GET", "/accounts/700001/history", params=params)
     body = problem(answer, 422, "API-INPUT")
     assert named in body["detail"] or "hours" in body["detail"], body

@@ -270,5 +270,80 @@ def _joined(pattern: re.Pattern[str], value: str, name: str, form: str) -> str:
     return "".join(matched.groups())
 
 
+# the OpenAPI document -------------------------------------------------------------------------
+
+_S, _NS, _I, _B = scoped.STRING, scoped.NULLABLE_STRING, scoped.INTEGER, scoped.BOOLEAN
+ALARM = scoped.obj({
+    "alarm_id": _I, "account": _S, "company_name": _S,
+    "state": {"type": "string", "enum": ["pending", "in_process", "on_hold", "resolved", "storm"]},
+    "type": _S, "priority": _S, "color": _S, "hist_text": _S, "code": _S, "event_code": _S,
+    "area": _S, "zone": _S, "opr": _NS, "passcode_verified": _S, "received_at": _S,
+    "pending_at": _S, "restored_at": _NS, "taken_at": _NS, "first_call_at": _NS,
+    "hold_until": _NS, "hold_reason": _NS, "been_on_hold": _B, "resolved_at": _NS,
+    "resolution": _NS,
+})  # fmt: skip
+EVENT = scoped.obj({
+    "event_id": _I, "account": _S, "incident_number": _I,
+    "alarm_id": {"type": "integer", "nullable": True}, "received_at": _S, "code": _S,
+    "event_code": _S, "area": _S, "zone": _S, "type": _S, "opr": _NS, "alarm_category": _S,
+    "priority": _S, "color": _S, "hist_text": _S, "pr_checksum": _S, "note": _NS,
+})  # fmt: skip
+DETAIL = {
+    **ALARM,
+    "properties": {
+        **ALARM["properties"],
+        "events": {"type": "array", "items": EVENT},
+        "actions": {"type": "array", "items": EVENT},
+    },
+    "required": sorted([*ALARM["required"], "events", "actions"]),
+}
+ALARM_TYPE = scoped.obj({
+    "code": _S, "type": _S, "restore_type": _S, "priority": _S, "color": _S, "category": _S,
+    "restore_expected": _B, "hist_text": _S, "contact_list": _S, "overridden": _B,
+})  # fmt: skip
+_FLAG = {"type": "string", "enum": ["true", "false"]}
+_HISTORY_PARAMS = [
+    scoped.in_query("hours", _S, "the last HOURS hours (24 when no window is given)"),
+    scoped.in_query("start_date", _S, "YYYY-MM-DD, the station's day (with stop_date)"),
+    scoped.in_query("stop_date", _S, "YYYY-MM-DD, the station's day (with start_date)"),
+    scoped.in_query("start_time", _S, "HH:MM on start_date (00:00)"),
+    scoped.in_query("stop_time", _S, "HH:MM on stop_date (the end of the day)"),
+    scoped.in_query("search_type", {"type": "string", "enum": ["OPR"]},
+                    "OPR: the operators' records too"),
+    scoped.in_query("service_only", _FLAG, "only the service system's own events"),
+    scoped.in_query("no_multiples", _FLAG, "no system events, no events of open alarms"),
+    *scoped.PAGE_PARAMS,
+]  # fmt: skip
+_NOT_FOUND = {"404": "API-NOTFOUND: no such account (or outside the key's range)"}
+_INPUT = {"422": "API-INPUT: a bad query parameter"}
+PATHS: dict[str, Any] = {
+    "/api/v1/alarms": {"get": scoped.operation(
+        "The open alarms of the key's range, by alarm id (alarms:read)",
+        scoped.page_schema(ALARM), _INPUT,
+        [scoped.in_query("state", {"type": "string", "enum": [str(s) for s in OPEN_STATES]},
+                         "only the alarms in this state"), *scoped.PAGE_PARAMS],
+    )},
+    "/api/v1/alarms/{alarm_id}": {"get": scoped.operation(
+        "An alarm with its events and the operators' actions (alarms:read)", DETAIL,
+        {"404": "API-NOTFOUND: no such alarm (or outside the key's range)", **_INPUT},
+        [scoped.in_path("alarm_id", "the alarm's id (its incident number)")],
+    )},
+    "/api/v1/accounts/{account}/history": {"get": scoped.operation(
+        "The account's history, newest first, with the XMHIST filters (alarms:read)",
+        scoped.page_schema(EVENT), {**_NOT_FOUND, **_INPUT},
+        [scoped.ACCOUNT_PARAM, *_HISTORY_PARAMS],
+    )},
+    "/api/v1/alarm-types": {"get": scoped.operation(
+        "The alarm types in effect, by event code (accounts:read)",
+        scoped.page_schema(ALARM_TYPE), _INPUT, scoped.PAGE_PARAMS,
+    )},
+    "/api/v1/alarm-types/{code}": {"get": scoped.operation(
+        "One alarm type (accounts:read)", ALARM_TYPE,
+        {"404": "API-NOTFOUND: no such event code", **_INPUT},
+        [scoped.in_path("code", "the Contact ID event code, three digits")],
+    )},
+}  # fmt: skip
+
+
 def routes(api: Api) -> list[BaseRoute]:
     return Alarms(api).routes()

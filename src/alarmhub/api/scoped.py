@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 from starlette.requests import Request
 
+from alarmhub.api.openapi import REFUSALS, SECURITY, problem
 from alarmhub.api.problems import INPUT, ApiProblem, not_found
 from alarmhub.core.account import account_number_problem
 from alarmhub.core.api_keys import ApiKey
@@ -77,3 +78,72 @@ def strings(value: Any, name: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ApiProblem(INPUT, f"{name} must be an array of strings")
     return value
+
+
+# the OpenAPI document (each module's PATHS) ---------------------------------------------------
+
+STRING: dict[str, Any] = {"type": "string"}
+NULLABLE_STRING: dict[str, Any] = {"type": "string", "nullable": True}
+INTEGER: dict[str, Any] = {"type": "integer"}
+BOOLEAN: dict[str, Any] = {"type": "boolean"}
+STRINGS: dict[str, Any] = {"type": "array", "items": STRING}
+
+
+def obj(properties: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    """An object schema of ``properties`` (all of them required, unless told)."""
+    shown: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        shown["required"] = sorted(properties)
+    return shown
+
+
+def page_schema(item: dict[str, Any]) -> dict[str, Any]:
+    return obj({"items": {"type": "array", "items": item}, "next_cursor": NULLABLE_STRING})
+
+
+def in_query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema,
+            "description": description}  # fmt: skip
+
+
+def in_path(name: str, description: str) -> dict[str, Any]:
+    """A path parameter: printable ASCII (the station's identifiers are)."""
+    schema = {"type": "string", "pattern": "^[!-~]+$", "maxLength": PARAM_MAX_CHARS}
+    return {"name": name, "in": "path", "required": True, "schema": schema,
+            "description": description}  # fmt: skip
+
+
+PAGE_PARAMS = [
+    in_query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "items a page, 100"),
+    in_query("cursor", STRING, "the next_cursor of the page before"),
+]
+ACCOUNT_PARAM = in_path("account", "the account number")
+
+
+def operation(
+    summary: str,
+    answer: dict[str, Any],
+    refusals: dict[str, str],
+    parameters: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An operation of the API: its 200 answer (JSON of ``answer``), its refusals by status
+    (401 and 403 for every one) and its parameters and JSON body."""
+    done: dict[str, Any] = {
+        "summary": summary,
+        "security": SECURITY,
+        "responses": {
+            "200": {"description": "done", "content": {"application/json": {"schema": answer}}},
+            **REFUSALS,
+            **{status: problem(why) for status, why in refusals.items()},
+        },
+    }
+    if parameters:
+        done["parameters"] = parameters
+    if body is not None:
+        done["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body}},
+        }
+        done["responses"]["413"] = problem("API-INPUT: the body is too large")
+    return done

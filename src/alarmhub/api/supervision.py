@@ -338,5 +338,121 @@ def _report_view(found: dict[str, Any]) -> dict[str, Any]:
     return {"test": shown, "signals": [test_rules.signal_view(s) for s in found["signals"]]}
 
 
+# the OpenAPI document -------------------------------------------------------------------------
+
+_S, _NS, _I, _B = scoped.STRING, scoped.NULLABLE_STRING, scoped.INTEGER, scoped.BOOLEAN
+_OBJECTS = {"type": "array", "items": {"type": "object"}}
+_NULLABLE_OBJECT = {"type": "object", "nullable": True}
+SCHEDULE_SCHEMA = scoped.obj({
+    "account_number": _S, "area": _S, "timezone": _S, "grace_min": _I, "early_grace_min": _I,
+    "late_to_open": _B, "late_to_close": _B, "early_close": _B, "windows": _OBJECTS,
+    "temporary": _OBJECTS, "holidays": _OBJECTS, "today": {"type": "object"},
+    "last_open": _NULLABLE_OBJECT, "last_close": _NULLABLE_OBJECT, "alarms": {"type": "object"},
+    "checked": _NS, "next_check": _NS,
+})  # fmt: skip
+_TYPES = {int: _I, bool: _B, str: _S}
+SET_BODY = {
+    **scoped.obj({k: _TYPES[t] for k, t in schedule_data.SET_FIELDS.items()}, required=False),
+    "additionalProperties": False,
+}
+HOLIDAY_SCHEMA = scoped.obj({"date": _S, "account_number": _S, "name": _S})
+HOLIDAY_BODY = {**scoped.obj({"name": _S}, required=False), "additionalProperties": False}
+TEST_SCHEMA = scoped.obj({
+    "account_number": _S, "company_name": _S, "zones": scoped.STRINGS,
+    "types": scoped.STRINGS, "by": _S, "reason": _S, "started": _S, "ends": _S,
+    "minutes_left": _I,
+})  # fmt: skip
+TEST_BODY = {
+    **scoped.obj({"minutes": {"type": "integer", "minimum": 1,
+                              "maximum": test_rules.MINUTES_MAX},
+                  "zones": scoped.STRINGS, "types": scoped.STRINGS, "by": _S, "reason": _S},
+                 required=False),
+    "required": ["minutes"],
+    "additionalProperties": False,
+}  # fmt: skip
+REPORT_SCHEMA = scoped.obj({
+    "test": scoped.obj({
+        "account_number": _S, "zones": scoped.STRINGS, "types": scoped.STRINGS, "by": _S,
+        "reason": _S, "opr": _NS, "ended_by": _NS, "started": _S, "ends": _S, "ended": _NS,
+    }),
+    "signals": {"type": "array", "items": scoped.obj({
+        "incident_number": _I, "code": _S, "area": _S, "zone": _S, "type": _S,
+        "hist_text": _S, "restored": _B, "received": _S,
+    })},
+})  # fmt: skip
+_ACCOUNT, _DATE = scoped.ACCOUNT_PARAM, scoped.in_path("date", "YYYY-MM-DD")
+_AREA = scoped.in_query("area", _S, "one area's schedule (none: the whole account's)")
+_MISSING = "API-NOTFOUND: no such account (or outside the key's range)"
+_INPUT = "API-INPUT: a bad member or parameter, or one the rules refuse"
+_ETAG = "API-ETAG: If-Match names another version"
+
+
+def _holiday_paths(prefix: str, params: list[dict[str, Any]], whose: str) -> dict[str, Any]:
+    missing = f"API-NOTFOUND: no such holiday{'' if not params else ' or account'}"
+    one = [*params, _DATE]
+    return {
+        f"/api/v1{prefix}/holidays": {"get": scoped.operation(
+            f"{whose} holidays, by date (accounts:read)", scoped.page_schema(HOLIDAY_SCHEMA),
+            {"404": _MISSING, "422": _INPUT} if params else {"422": _INPUT},
+            [*params, *scoped.PAGE_PARAMS],
+        )},
+        f"/api/v1{prefix}/holidays/{{date}}": {
+            "get": scoped.operation(f"One of {whose.lower()} holidays (accounts:read)",
+                                    HOLIDAY_SCHEMA, {"404": missing, "422": _INPUT}, one),
+            "put": scoped.operation(
+                f"Add or rename one of {whose.lower()} holidays (accounts:write)",
+                HOLIDAY_SCHEMA, {"404": missing, "412": _ETAG, "422": _INPUT}, one, HOLIDAY_BODY,
+            ),
+            "delete": scoped.operation(
+                f"Remove one of {whose.lower()} holidays (accounts:write)",
+                {**HOLIDAY_SCHEMA, "properties": {**HOLIDAY_SCHEMA["properties"], "removed": _B}},
+                {"404": missing, "412": _ETAG, "422": _INPUT}, one,
+            ),
+        },
+    }  # fmt: skip
+
+
+PATHS: dict[str, Any] = {
+    "/api/v1/accounts/{account}/schedule": {
+        "get": scoped.operation(
+            "The account's open/close schedule (accounts:read)", SCHEDULE_SCHEMA,
+            {"404": f"{_MISSING}, or no schedule", "422": _INPUT}, [_ACCOUNT, _AREA],
+        ),
+        "put": scoped.operation(
+            "Set a window on days, a temporary schedule or settings (accounts:write)",
+            SCHEDULE_SCHEMA, {"404": _MISSING, "412": _ETAG, "422": _INPUT}, [_ACCOUNT], SET_BODY,
+        ),
+        "delete": scoped.operation(
+            "Clear days' windows, a temporary schedule or the schedule (accounts:write)",
+            scoped.obj({"removed": _S, "schedule": {**SCHEDULE_SCHEMA, "nullable": True}}),
+            {"404": f"{_MISSING}, or nothing to remove", "412": _ETAG, "422": _INPUT},
+            [_ACCOUNT, _AREA, scoped.in_query("day", _S, "days: mon-fri, sat, ..."),
+             scoped.in_query("from", _S, "first date of a temporary schedule"),
+             scoped.in_query("to", _S, "last date of a temporary schedule")],
+        ),
+    },
+    **_holiday_paths("", [], "The station's"),
+    **_holiday_paths("/accounts/{account}", [_ACCOUNT], "The account's own"),
+    "/api/v1/accounts/{account}/test": {
+        "get": scoped.operation("The account's running test (accounts:read)", TEST_SCHEMA,
+                                {"404": f"{_MISSING}, or not on test", "422": _INPUT},
+                                [_ACCOUNT]),
+        "post": scoped.operation(
+            "Put the account on test, or change its test (test:write)", TEST_SCHEMA,
+            {"404": _MISSING, "422": _INPUT}, [_ACCOUNT], TEST_BODY,
+        ),
+        "delete": scoped.operation(
+            "End the account's test now (test:write): its report", REPORT_SCHEMA,
+            {"404": _MISSING, "409": "API-CONFLICT: the account is not on test", "422": _INPUT},
+            [_ACCOUNT, scoped.in_query("by", _S, "who ended it (the key's name)")],
+        ),
+    },
+    "/api/v1/accounts/{account}/test/report": {"get": scoped.operation(
+        "The account's last or current test and its signals (accounts:read)", REPORT_SCHEMA,
+        {"404": f"{_MISSING}, or never on test", "422": _INPUT}, [_ACCOUNT],
+    )},
+}  # fmt: skip
+
+
 def routes(api: Api) -> list[BaseRoute]:
     return Supervision(api).routes()

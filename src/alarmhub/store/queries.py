@@ -186,6 +186,7 @@ def open_alarms_after(
         query = query.where(ALARM.account_number.startswith(prefix, autoescape=True))
     return [dict(row) for row in conn.execute(query).mappings()]
 
+
 def in_process_alarms(conn: Connection) -> list[dict[str, Any]]:
     """Alarms operators are handling, PRIORITY first, then oldest; with the account's address."""
     return alarms_in(conn, IN_PROCESS)
