@@ -8,9 +8,8 @@ from typing import Any
 
 from alarmhub.api.problems import MEDIA_TYPE, STATUS
 
-MODULES: tuple[
-    str, ...
-] = ()  # the modules of alarmhub.api with PATHS (filled as resources are added)
+MODULES = ("alarms", "supervision")
+"""The modules of :mod:`alarmhub.api` with ``PATHS``."""
 PROBLEM: dict[str, Any] = {
     "type": "object",
     "required": ["type", "title", "status", "detail", "code"],
