@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from alarmhub import api, console, openapi, secret_key
+from alarmhub.api import problems
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
@@ -178,6 +179,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """An HTTP error on any listener (404, 405, ...) in the signaling interface's envelope."""
     assert isinstance(exc, HTTPException)
     status = exc.status_code
+    if request.url.path.startswith(api.BASE):  # the integrator API answers in problem details
+        code = problems.NOT_FOUND if status == 404 else problems.INPUT
+        return problems.problem_response(problems.ApiProblem(code, str(exc.detail), status))
     return rx_routes.envelope_response(
         status, f"HTTP-{status}", str(exc.detail).lower(), exc.headers
     )

@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, tzinfo
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ Write = Callable[[Callable[[Connection], T]], Awaitable[T]]
 log = logging.getLogger("alarmhub.api")
 MEDIA_TYPE = "application/json"
 LIMIT_DEFAULT, LIMIT_MAX = 100, 1000
+CURSOR_PATTERN = re.compile(r"[A-Za-z0-9_-]{0,200}")
 
 
 def json_response(body: Any, status: int = 200, etag: str | None = None) -> Response:
@@ -74,6 +76,8 @@ def page_of(request: Request) -> tuple[int, str]:
     if not 1 <= limit <= LIMIT_MAX:
         raise ApiProblem(INPUT, f"limit must be 1-{LIMIT_MAX}")
     cursor = params.get("cursor", "")
+    if not CURSOR_PATTERN.fullmatch(cursor):
+        raise ApiProblem(INPUT, "cursor is not one this API gave")
     try:
         after = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
