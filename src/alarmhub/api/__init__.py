@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from alarmhub.api import accounts
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
@@ -38,6 +39,7 @@ def routes(engine: Engine, writer: SignalWriter, max_body_bytes: int) -> list[Ba
     api = Api(engine, lambda work: writer.run(partial(operations.on_queues, work)), max_body_bytes)
     served: list[BaseRoute] = [
         Route("/key", api.endpoint("", whoami), methods=["GET"]),
+        *accounts.routes(api),
     ]
     catch_all = Route("/{rest:path}", unknown, methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
     return [Mount(BASE, routes=[*served, catch_all])]
