@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from alarmhub.api import alarms, supervision
+from alarmhub.api import accounts, alarms, supervision
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
@@ -44,6 +44,7 @@ def routes(
     )
     served: list[BaseRoute] = [
         Route("/key", api.endpoint("", whoami), methods=["GET"]),
+        *accounts.routes(api),
         *alarms.routes(api),
         *supervision.routes(api),
     ]

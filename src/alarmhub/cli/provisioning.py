@@ -300,6 +300,24 @@ def account_set(
     emit(as_json, shown, lambda: click.echo(f"account {account_number} set"))
 
 
+@account.command("remove")
+@click.argument("account_number", metavar="ACCOUNT")
+@data_dir_option
+@json_option
+@provisioning_errors
+def account_remove(account_number: str, data_dir: Path | None, as_json: bool) -> None:
+    """Remove ACCOUNT with its zones, users, contacts, call lists, schedules, holidays and
+    action plans (its history stays). Refused while it has an open alarm."""
+    from alarmhub.store import accounts
+
+    accounts.remove_account(open_store(data_dir), account_number)
+    emit(
+        as_json,
+        {"account_number": account_number, "removed": True},
+        lambda: click.echo(f"account {account_number} removed"),
+    )
+
+
 @account.command("list")
 @click.option("--limit", type=click.IntRange(min=1), help="Show at most this many.")
 @data_dir_option

@@ -27,6 +27,7 @@ ACCOUNT = schema.account.c
 API_USER = schema.api_user.c
 
 PROVISIONING = "provisioning"
+TEST_INTERVAL_MAX_S = 366 * 24 * 3600
 
 
 _BUMP = (
@@ -237,26 +238,33 @@ class ImportCount:
 
 
 def add_account(engine: Engine, account: Account) -> dict[str, Any]:
+    with write_transaction(engine) as conn:
+        return add_account_in(conn, account)
+
+
+def add_account_in(conn: Connection, account: Account) -> dict[str, Any]:
+    """Add an account in the caller's transaction (refused when its number exists)."""
+    checked_account(account)
+    number = account.account_number
+    if conn.execute(select(ACCOUNT.account_number).where(ACCOUNT.account_number == number)).first():
+        raise ProvisioningError(f"account {number!r} already exists")
+    now = now_us()
+    conn.execute(
+        insert(schema.account).values(
+            {**account_values(account), "created_us": now, "updated_us": now}
+        )
+    )
+    bump_revision(conn)
+    return account_values(account)
+
+
+def checked_account(account: Account) -> None:
     problem = account_problem(account)
     if problem:
         raise ProvisioningError(f"invalid account {account.account_number!r}: {problem}")
-    with write_transaction(engine) as conn:
-        number = account.account_number
-        if conn.execute(
-            select(ACCOUNT.account_number).where(ACCOUNT.account_number == number)
-        ).first():
-            raise ProvisioningError(f"account {number!r} already exists")
-        now = now_us()
-        conn.execute(
-            insert(schema.account).values(
-                {**_account_values(account), "created_us": now, "updated_us": now}
-            )
-        )
-        bump_revision(conn)
-    return _account_values(account)
 
 
-def _account_values(account: Account) -> dict[str, str]:
+def account_values(account: Account) -> dict[str, str]:
     return {
         "account_number": account.account_number,
         "company_name": account.company_name,
@@ -282,7 +290,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
             )
         now = now_us()
         new_rows = [
-            {**_account_values(a), "created_us": now, "updated_us": now}
+            {**account_values(a), "created_us": now, "updated_us": now}
             for a in batch
             if a.account_number not in existing
         ]
@@ -291,7 +299,7 @@ def upsert_accounts(engine: Engine, accounts: Iterable[Account]) -> ImportCount:
             added = len(new_rows)
         for a in batch:
             if a.account_number in existing:
-                values = _account_values(a)
+                values = account_values(a)
                 conn.execute(
                     update(schema.account)
                     .where(ACCOUNT.account_number == a.account_number)
@@ -311,20 +319,24 @@ def list_accounts(engine: Engine, limit: int | None = None) -> list[dict[str, An
 
 
 def set_test_interval(engine: Engine, account_number: str, interval_s: int | None) -> None:
+    with write_transaction(engine) as conn:
+        set_test_interval_in(conn, account_number, interval_s)
+
+
+def set_test_interval_in(conn: Connection, account_number: str, interval_s: int | None) -> None:
     """Expect a periodic test report (E602) from an account every ``interval_s`` seconds, or no
     longer (None). Setting an interval starts its clock now."""
-    if interval_s is not None and interval_s <= 0:
-        raise ProvisioningError("the test interval must be positive")
-    with write_transaction(engine) as conn:
-        values: dict[str, Any] = {"test_interval_s": interval_s, "updated_us": now_us()}
-        if interval_s is not None:
-            values["last_test_us"] = now_us()
-        changed = conn.execute(
-            update(schema.account).where(ACCOUNT.account_number == account_number).values(values)
-        ).rowcount
-        if not changed:
-            raise ProvisioningError(f"no account {account_number!r}")
-        bump_revision(conn)
+    if interval_s is not None and not 0 < interval_s <= TEST_INTERVAL_MAX_S:
+        raise ProvisioningError("the test interval must be positive and at most a year")
+    values: dict[str, Any] = {"test_interval_s": interval_s, "updated_us": now_us()}
+    if interval_s is not None:
+        values["last_test_us"] = now_us()
+    changed = conn.execute(
+        update(schema.account).where(ACCOUNT.account_number == account_number).values(values)
+    ).rowcount
+    if not changed:
+        raise ProvisioningError(f"no account {account_number!r}")
+    bump_revision(conn)
 
 
 # alarm types ---------------------------------------------------------------------------------

@@ -102,47 +102,59 @@ def zone_values(zone: Zone) -> dict[str, str]:
 
 
 def set_zone(engine: Engine, zone: Zone) -> dict[str, str]:
+    with write_transaction(engine) as conn:
+        return set_zone_in(conn, zone)
+
+
+def set_zone_in(conn: Connection, zone: Zone) -> dict[str, str]:
     """Add or change what a zone is (in one area, or with no area in every area)."""
     _checked(rules.zone_problem(zone))
-    return _set_row(engine, schema.account_zone, ZONE_KEY, zone_values(zone))
+    return _set_row(conn, schema.account_zone, ZONE_KEY, zone_values(zone))
 
 
 def _set_row(
-    engine: Engine, table: Table, keys: list[str], values: dict[str, str]
+    conn: Connection, table: Table, keys: list[str], values: dict[str, str]
 ) -> dict[str, str]:
     """Add or change one row of an account's data, keyed by ``keys``."""
-    with write_transaction(engine) as conn:
-        _need_account(conn, values["account_number"])
-        upsert(conn, table, [values], keys)
-        bump_revision(conn, RESPONSE)
+    _need_account(conn, values["account_number"])
+    upsert(conn, table, [values], keys)
+    bump_revision(conn, RESPONSE)
     return values
 
 
 def list_zones(engine: Engine, account_number: str) -> list[dict[str, str]]:
     with engine.connect() as conn:
-        _need_account(conn, account_number)
-        rows = conn.execute(
-            select(ZONE.zone, ZONE.area, ZONE.description, ZONE.equipment)
-            .where(ZONE.account_number == account_number)
-            .order_by(ZONE.zone, ZONE.area)
-        ).mappings()
-        return [alarm_response.plain(r) for r in rows]
+        return zones_of(conn, account_number)
+
+
+def zones_of(conn: Connection, account_number: str) -> list[dict[str, str]]:
+    _need_account(conn, account_number)
+    rows = conn.execute(
+        select(ZONE.zone, ZONE.area, ZONE.description, ZONE.equipment)
+        .where(ZONE.account_number == account_number)
+        .order_by(ZONE.zone, ZONE.area)
+    ).mappings()
+    return [alarm_response.plain(r) for r in rows]
 
 
 def remove_zone(engine: Engine, account_number: str, zone: str, area: str = "") -> None:
-    _checked(rules.number_problem(zone) or rules.area_problem(area))
     with write_transaction(engine) as conn:
-        gone = conn.execute(
-            delete(schema.account_zone).where(
-                ZONE.account_number == account_number,
-                ZONE.zone == rules.three_digits(zone),
-                ZONE.area == rules.two_digits(area),
-            )
-        ).rowcount
-        if not gone:
-            where = f" area {rules.two_digits(area)}" if area else ""
-            raise ProvisioningError(f"account {account_number!r} has no zone {zone}{where}")
-        bump_revision(conn, RESPONSE)
+        remove_zone_in(conn, account_number, zone, area)
+
+
+def remove_zone_in(conn: Connection, account_number: str, zone: str, area: str = "") -> None:
+    _checked(rules.number_problem(zone) or rules.area_problem(area))
+    gone = conn.execute(
+        delete(schema.account_zone).where(
+            ZONE.account_number == account_number,
+            ZONE.zone == rules.three_digits(zone),
+            ZONE.area == rules.two_digits(area),
+        )
+    ).rowcount
+    if not gone:
+        where = f" area {rules.two_digits(area)}" if area else ""
+        raise ProvisioningError(f"account {account_number!r} has no zone {zone}{where}")
+    bump_revision(conn, RESPONSE)
 
 
 def user_values(user: PanelUser) -> dict[str, str]:
@@ -154,33 +166,46 @@ def user_values(user: PanelUser) -> dict[str, str]:
 
 
 def set_user(engine: Engine, user: PanelUser) -> dict[str, str]:
+    with write_transaction(engine) as conn:
+        return set_user_in(conn, user)
+
+
+def set_user_in(conn: Connection, user: PanelUser) -> dict[str, str]:
     _checked(rules.user_problem(user))
-    return _set_row(engine, schema.account_user, USER_KEY, user_values(user))
+    return _set_row(conn, schema.account_user, USER_KEY, user_values(user))
 
 
 def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
     with engine.connect() as conn:
-        _need_account(conn, account_number)
-        rows = conn.execute(
-            select(USER.user_number.label("user"), USER.name)
-            .where(USER.account_number == account_number)
-            .order_by(USER.user_number)
-        ).mappings()
-        return [alarm_response.plain(r) for r in rows]
+        return users_of(conn, account_number)
+
+
+def users_of(conn: Connection, account_number: str) -> list[dict[str, str]]:
+    _need_account(conn, account_number)
+    rows = conn.execute(
+        select(USER.user_number.label("user"), USER.name)
+        .where(USER.account_number == account_number)
+        .order_by(USER.user_number)
+    ).mappings()
+    return [alarm_response.plain(r) for r in rows]
 
 
 def remove_user(engine: Engine, account_number: str, user: str) -> None:
-    _checked(rules.number_problem(user, "user"))
     with write_transaction(engine) as conn:
-        gone = conn.execute(
-            delete(schema.account_user).where(
-                USER.account_number == account_number,
-                USER.user_number == rules.three_digits(user),
-            )
-        ).rowcount
-        if not gone:
-            raise ProvisioningError(f"account {account_number!r} has no user {user}")
-        bump_revision(conn, RESPONSE)
+        remove_user_in(conn, account_number, user)
+
+
+def remove_user_in(conn: Connection, account_number: str, user: str) -> None:
+    _checked(rules.number_problem(user, "user"))
+    gone = conn.execute(
+        delete(schema.account_user).where(
+            USER.account_number == account_number,
+            USER.user_number == rules.three_digits(user),
+        )
+    ).rowcount
+    if not gone:
+        raise ProvisioningError(f"account {account_number!r} has no user {user}")
+    bump_revision(conn, RESPONSE)
 
 
 # contacts and call lists --------------------------------------------------------------------
@@ -290,21 +315,30 @@ def add_contact(
     lists: Sequence[Placement] = (),
     passcode_hash: str | None = None,
 ) -> int:
+    with write_transaction(engine) as conn:
+        return add_contact_in(conn, contact, lists, passcode_hash)
+
+
+def add_contact_in(
+    conn: Connection,
+    contact: Contact,
+    lists: Sequence[Placement] = (),
+    passcode_hash: str | None = None,
+) -> int:
     """Add a contact of an account, on the call lists named (``PRIMARY`` when none is);
     its id."""
     _checked(rules.contact_problem(contact))
     values = contact_values(contact)
-    with write_transaction(engine) as conn:
-        _need_account(conn, contact.account_number)
-        _name_free(conn, contact.account_number, values["name"])
-        contact_id = conn.execute(
-            insert(schema.contact)
-            .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
-            .returning(CONTACT.contact_id)
-        ).scalar_one()
-        for where in lists or [Placement(rules.DEFAULT_CALL_LIST)]:
-            _place(conn, contact.account_number, contact_id, where)
-        bump_revision(conn, RESPONSE)
+    _need_account(conn, contact.account_number)
+    _name_free(conn, contact.account_number, values["name"])
+    contact_id = conn.execute(
+        insert(schema.contact)
+        .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
+        .returning(CONTACT.contact_id)
+    ).scalar_one()
+    for where in lists or [Placement(rules.DEFAULT_CALL_LIST)]:
+        _place(conn, contact.account_number, contact_id, where)
+    bump_revision(conn, RESPONSE)
     return int(contact_id)
 
 
@@ -318,56 +352,107 @@ def update_contact(
     passcode_hash: str | None = None,
     clear_passcode: bool = False,
 ) -> dict[str, Any]:
+    with write_transaction(engine) as conn:
+        return update_contact_in(
+            conn, account_number, contact_id, changes, lists, off_lists, passcode_hash,
+            clear_passcode,
+        )  # fmt: skip
+
+
+def update_contact_in(
+    conn: Connection,
+    account_number: str,
+    contact_id: int,
+    changes: Mapping[str, Any],
+    lists: Sequence[Placement] = (),
+    off_lists: Sequence[str] = (),
+    passcode_hash: str | None = None,
+    clear_passcode: bool = False,
+) -> dict[str, Any]:
     """Change a contact: ``changes`` holds the fields of :class:`Contact` to replace (``phones``
     replaces every number); ``lists`` places it, ``off_lists`` takes it off lists."""
-    with write_transaction(engine) as conn:
-        current = _contacts(conn, account_number, contact_id)
-        if not current:
-            raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
-        row = current[0]
-        contact = Contact(
-            account_number=account_number,
-            name=changes.get("name", row["name"]),
-            phones=tuple(
-                changes.get("phones")
-                or (Phone(p["number"], rules.PhoneKind(p["kind"])) for p in row["phones"])
-            ),
-            email=changes.get("email", row["email"]),
-            relation=changes.get("relation", row["relation"]),
-            notes=changes.get("notes", row["notes"]),
-        )
-        _checked(rules.contact_problem(contact))
-        values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
-        if passcode_hash is not None or clear_passcode:
-            values["passcode_hash"] = passcode_hash
-        _name_free(conn, account_number, values["name"], contact_id)
-        conn.execute(update(schema.contact).where(CONTACT.contact_id == contact_id).values(values))
-        _take_off(conn, account_number, contact_id, [rules.call_list_name(n) for n in off_lists])
-        for where in lists:
-            _place(conn, account_number, contact_id, where)
-        bump_revision(conn, RESPONSE)
-        return _contacts(conn, account_number, contact_id)[0]
+    current = contacts_of(conn, account_number, contact_id)
+    if not current:
+        raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
+    row = current[0]
+    contact = Contact(
+        account_number=account_number,
+        name=changes.get("name", row["name"]),
+        phones=tuple(
+            changes["phones"]
+            if "phones" in changes
+            else (Phone(p["number"], rules.PhoneKind(p["kind"])) for p in row["phones"])
+        ),
+        email=changes.get("email", row["email"]),
+        relation=changes.get("relation", row["relation"]),
+        notes=changes.get("notes", row["notes"]),
+    )
+    _checked(rules.contact_problem(contact))
+    values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
+    if passcode_hash is not None or clear_passcode:
+        values["passcode_hash"] = passcode_hash
+    _name_free(conn, account_number, values["name"], contact_id)
+    conn.execute(update(schema.contact).where(CONTACT.contact_id == contact_id).values(values))
+    _take_off(conn, account_number, contact_id, [rules.call_list_name(n) for n in off_lists])
+    for where in lists:
+        _place(conn, account_number, contact_id, where)
+    bump_revision(conn, RESPONSE)
+    return contacts_of(conn, account_number, contact_id)[0]
 
 
 def remove_contact(engine: Engine, account_number: str, contact_id: int) -> None:
     with write_transaction(engine) as conn:
-        on_lists = conn.execute(
-            select(ENTRY.list_name).where(
-                ENTRY.account_number == account_number, ENTRY.contact_id == contact_id
-            )
-        ).scalars()
-        _take_off(conn, account_number, contact_id, list(on_lists))
-        gone = conn.execute(
-            delete(schema.contact).where(
-                CONTACT.account_number == account_number, CONTACT.contact_id == contact_id
-            )
-        ).rowcount
-        if not gone:
-            raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
-        bump_revision(conn, RESPONSE)
+        remove_contact_in(conn, account_number, contact_id)
 
 
-def _contacts(
+def remove_contact_in(conn: Connection, account_number: str, contact_id: int) -> None:
+    on_lists = conn.execute(
+        select(ENTRY.list_name).where(
+            ENTRY.account_number == account_number, ENTRY.contact_id == contact_id
+        )
+    ).scalars()
+    _take_off(conn, account_number, contact_id, list(on_lists))
+    gone = conn.execute(
+        delete(schema.contact).where(
+            CONTACT.account_number == account_number, CONTACT.contact_id == contact_id
+        )
+    ).rowcount
+    if not gone:
+        raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
+    bump_revision(conn, RESPONSE)
+
+
+def call_lists(conn: Connection, account_number: str) -> dict[str, list[int]]:
+    """An account's call lists: each list's contacts in calling order."""
+    _need_account(conn, account_number)
+    lists: dict[str, list[int]] = defaultdict(list)
+    for list_name, contact_id in conn.execute(
+        select(ENTRY.list_name, ENTRY.contact_id)
+        .where(ENTRY.account_number == account_number)
+        .order_by(ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
+    ):
+        lists[list_name].append(int(contact_id))
+    return dict(lists)
+
+
+def set_call_list_in(
+    conn: Connection, account_number: str, list_name: str, contacts: Sequence[int]
+) -> list[int]:
+    """Make a call list exactly ``contacts`` (the account's, each once) in that order."""
+    name = placement(list_name).list_name
+    _need_account(conn, account_number)
+    if len(set(contacts)) != len(contacts):
+        raise ProvisioningError("a contact is on a call list once")
+    theirs = {c["id"] for c in contacts_of(conn, account_number)}
+    strangers = [c for c in contacts if c not in theirs]
+    if strangers:
+        raise ProvisioningError(f"account {account_number!r} has no contact {strangers[0]}")
+    _write_list(conn, account_number, name, list(contacts))
+    bump_revision(conn, RESPONSE)
+    return list(contacts)
+
+
+def contacts_of(
     conn: Connection, account_number: str, contact_id: int | None = None
 ) -> list[dict[str, Any]]:
     """An account's contacts (or one), each with its phones and call lists, never its
@@ -401,7 +486,7 @@ def _contacts(
 def list_contacts(engine: Engine, account_number: str) -> list[dict[str, Any]]:
     with engine.connect() as conn:
         _need_account(conn, account_number)
-        return _contacts(conn, account_number)
+        return contacts_of(conn, account_number)
 
 
 # agencies, permit and duress code --------------------------------------------------------------
@@ -441,31 +526,50 @@ def set_account_response(
     clear_duress: bool = False,
     phone: str | None = None,
 ) -> dict[str, Any]:
+    with write_transaction(engine) as conn:
+        return set_account_response_in(
+            conn, account_number, agencies, permit, duress_hash, clear_duress, phone
+        )
+
+
+def set_account_response_in(
+    conn: Connection,
+    account_number: str,
+    agencies: Mapping[str, str | None],
+    permit: str | None = None,
+    duress_hash: str | None = None,
+    clear_duress: bool = False,
+    phone: str | None = None,
+) -> dict[str, Any]:
     """Assign agencies (by kind: police, fire, medical; ``""`` unassigns), the permit, the
     duress code's hash and the premises phone (``""`` clears it) to an account."""
     values: dict[str, Any] = {}
-    with write_transaction(engine) as conn:
-        _need_account(conn, account_number)
-        for kind, code in agencies.items():
-            if code is None:
-                continue
-            if code:
-                found = conn.execute(select(AGENCY.kind).where(AGENCY.code == code)).scalar()
-                _checked(rules.assignment_problem(kind, code, found))
-            values[kind] = code or None
-        if permit is not None:
-            _checked(rules.permit_problem(permit))
-            values["permit"] = permit.strip() or None
-        if duress_hash is not None or clear_duress:
-            values["duress_hash"] = duress_hash
-        if phone is not None:
-            _checked(rules.phone_problem(phone) if phone.strip() else None)
-            values["phone"] = phone.strip() or None
-        if values:
-            conn.execute(
-                update(schema.account)
-                .where(ACCOUNT.account_number == account_number)
-                .values({**values, "updated_us": now_us()})
+    _need_account(conn, account_number)
+    for kind, code in agencies.items():
+        if code is None:
+            continue
+        if code:
+            known = code.isascii() and code.isprintable()  # (PostgreSQL refuses a NUL)
+            found = (
+                conn.execute(select(AGENCY.kind).where(AGENCY.code == code)).scalar()
+                if known
+                else None
             )
-            bump_revision(conn, RESPONSE)
-        return alarm_response.account_response(conn, account_number)
+            _checked(rules.assignment_problem(kind, code, found))
+        values[kind] = code or None
+    if permit is not None:
+        _checked(rules.permit_problem(permit))
+        values["permit"] = permit.strip() or None
+    if duress_hash is not None or clear_duress:
+        values["duress_hash"] = duress_hash
+    if phone is not None:
+        _checked(rules.phone_problem(phone) if phone.strip() else None)
+        values["phone"] = phone.strip() or None
+    if values:
+        conn.execute(
+            update(schema.account)
+            .where(ACCOUNT.account_number == account_number)
+            .values({**values, "updated_us": now_us()})
+        )
+        bump_revision(conn, RESPONSE)
+    return alarm_response.account_response(conn, account_number)
