@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from alarmhub import api, console, openapi, secret_key
+from alarmhub.webhooks import WebhookWorker
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
@@ -75,6 +76,7 @@ class Runtime:
             settings.heartbeat_flush_seconds,
         )
         self.live_feed = console.LiveFeed(self.engine)
+        self.webhooks = WebhookWorker(self.engine, station_key)
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(
@@ -104,6 +106,7 @@ class Runtime:
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         await self.live_feed.start()
+        await self.webhooks.start()
         if self.engine.dialect.name == "sqlite":
             self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
@@ -130,6 +133,7 @@ class Runtime:
         if self.dc09 is not None:
             await self.dc09.stop()
         await self.live_feed.stop()
+        await self.webhooks.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
