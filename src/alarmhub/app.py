@@ -23,7 +23,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from alarmhub import api, console, openapi, secret_key
-from alarmhub.webhooks import WebhookWorker
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
@@ -34,6 +33,7 @@ from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
+from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
@@ -76,7 +76,9 @@ class Runtime:
             settings.heartbeat_flush_seconds,
         )
         self.live_feed = console.LiveFeed(self.engine)
-        self.webhooks = WebhookWorker(self.engine, station_key)
+        # deliveries can be derived again from what is durable: their commits need not wait
+        self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
+        self.webhooks = WebhookWorker(self._webhook_engine, station_key)
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(
@@ -141,6 +143,7 @@ class Runtime:
         await self.heartbeats.stop()
         await self.leadership.stop()
         await self.writer.stop()
+        self._webhook_engine.dispose()
         self.engine.dispose()
         log.info("node stopped")
 

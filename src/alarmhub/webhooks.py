@@ -11,6 +11,7 @@ slots. Several nodes share the work through leases on the deliveries they claim.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -32,7 +33,13 @@ from alarmhub.store.engine import write_transaction
 log = logging.getLogger("alarmhub.webhooks")
 POLL_SECONDS = 0.1
 CONCURRENCY = 64
-PER_WEBHOOK = 16
+"""Requests in flight at most, to every webhook together ..."""
+PER_WEBHOOK = 32
+"""... and to any one webhook (a receiver that hangs holds these, no more)."""
+AHEAD = 4
+"""Deliveries claimed ahead of the requests, in multiples of those limits: sending goes on
+while a turn of the store runs. A claim waits at most AHEAD attempts' time before its request,
+well within its lease."""
 LEASE_SECONDS = 60.0
 ANSWER_READ_BYTES = 64 * 1024
 STOP_SECONDS = 5.0
@@ -58,7 +65,9 @@ class WebhookWorker:
         self._concurrency = concurrency
         self._per_webhook = per_webhook
         self.node = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._in_flight: dict[int, int] = {}  # delivery id -> webhook id
+        self._in_flight: dict[int, int] = {}  # delivery id -> webhook id, claimed, not ended
+        self._slots = asyncio.Semaphore(concurrency)
+        self._webhook_slots: dict[int, asyncio.Semaphore] = {}
         self._done: list[store.Outcome] = []
         self._sends: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -99,22 +108,22 @@ class WebhookWorker:
             except Exception as exc:
                 log.warning("webhook turn failed", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._poll)
-            except TimeoutError:
-                pass
             self._wake.clear()
 
     async def _turn(self) -> None:
         outcomes, self._done = self._done, []
-        free = self._concurrency - len(self._in_flight)
+        free = AHEAD * self._concurrency - len(self._in_flight)
         busy = Counter(self._in_flight.values())
-        full = [hook for hook, n in busy.items() if n >= self._per_webhook]
+        full = [hook for hook, n in busy.items() if n >= AHEAD * self._per_webhook]
         try:
-            claimed = await asyncio.to_thread(self._store_turn, outcomes, free, full)
+            claimed, more = await asyncio.to_thread(self._store_turn, outcomes, free, full)
         except BaseException:
             self._done[:0] = outcomes  # recorded at the next turn
             raise
+        if more:
+            self._wake.set()
         for delivery in claimed:
             self._in_flight[delivery.delivery_id] = delivery.webhook_id
             task = asyncio.create_task(self._send(delivery), name="webhook send")
@@ -123,24 +132,22 @@ class WebhookWorker:
 
     def _store_turn(
         self, outcomes: list[store.Outcome], free: int, full: list[int]
-    ) -> list[store.Claimed]:
-        """Record what ended, fan out, claim what is due (in a thread)."""
-        if outcomes:
-            with write_transaction(self._engine) as conn:
-                store.record(conn, outcomes, now_us())
+    ) -> tuple[list[store.Claimed], bool]:
+        """Record what ended, fan out, claim what is due: one short transaction (in a thread),
+        only when there is something to do; and whether more is left to fan out."""
         with self._engine.connect() as conn:
             to_fan_out, due = store.behind(conn, now_us())
-        while to_fan_out:
-            with write_transaction(self._engine) as conn:
-                made = store.fan_out(conn, now_us())
-                due = due or made > 0
-            with self._engine.connect() as conn:
-                to_fan_out = store.behind(conn, now_us())[0] and made > 0
-        if free <= 0 or not due:
-            return []
+        if not outcomes and not to_fan_out and not (due and free > 0):
+            return [], False
         with write_transaction(self._engine) as conn:
-            lease = units.seconds_us(LEASE_SECONDS)
-            return store.claim(conn, self._key, self.node, now_us(), lease, free, full)
+            now = now_us()
+            store.record(conn, outcomes, now)
+            made = store.fan_out(conn, now) if to_fan_out else 0
+            claimed = []
+            if free > 0 and (due or made or outcomes):
+                lease = units.seconds_us(LEASE_SECONDS)
+                claimed = store.claim(conn, self._key, self.node, now, lease, free, full)
+        return claimed, to_fan_out
 
     async def _send(self, delivery: store.Claimed) -> None:
         try:
@@ -155,6 +162,13 @@ class WebhookWorker:
         self._wake.set()
 
     async def _attempt(self, delivery: store.Claimed) -> tuple[int | None, str | None]:
+        hook = self._webhook_slots.get(delivery.webhook_id)
+        if hook is None:
+            hook = self._webhook_slots[delivery.webhook_id] = asyncio.Semaphore(self._per_webhook)
+        async with hook, self._slots:
+            return await self._request(delivery)
+
+    async def _request(self, delivery: store.Claimed) -> tuple[int | None, str | None]:
         if delivery.secret is None:
             return None, "the secret cannot be decrypted with this station's key"
         assert self._client is not None

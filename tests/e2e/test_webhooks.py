@@ -114,7 +114,10 @@ def test_events_signed_and_filtered(
     assert first.body == stored_body(engine, wanted)
     assert first.headers["content-type"] == "application/json"
     assert abs(int(first.headers["webhook-timestamp"]) - first.at) < 60
-    shown = deliveries(tmp_path)
+    shown = wait_for(
+        lambda: (d := deliveries(tmp_path)) and all(x["state"] == "delivered" for x in d) and d,
+        "deliveries recorded",
+    )
     assert [(d["event_id"], d["state"], d["attempts"]) for d in shown] == [
         (last, "delivered", 1), (wanted, "delivered", 1)
     ]  # fmt: skip

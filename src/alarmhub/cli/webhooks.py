@@ -62,7 +62,9 @@ def webhook_add(
     emit(
         as_json,
         {"id": webhook_id, "secret": secret},
-        lambda: click.echo(f"webhook {webhook_id}: signing secret {secret}\n(shown once: keep it now)"),
+        lambda: click.echo(
+            f"webhook {webhook_id}: signing secret {secret}\n(shown once: keep it now)"
+        ),
     )
 
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from alarmhub.core.api_keys import ACCOUNTS_PATTERN
 from alarmhub.core.events import KINDS
 
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
 SECRET_BYTES = 32
 URL_MAX = 2000
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"

@@ -53,8 +53,9 @@ def add(
     values = {"url": url, "events": " ".join(kinds), "accounts": accounts,
               "secret_encrypted": secret_key.encrypt(key, secret), "created_us": now_us,
               "delivered_through": newest}  # fmt: skip
-    webhook_id = conn.execute(insert(schema.webhook).values(values)).inserted_primary_key[0]
-    return int(webhook_id), secret
+    inserted = conn.execute(insert(schema.webhook).values(values)).inserted_primary_key
+    assert inserted is not None
+    return int(inserted[0]), secret
 
 
 def listed(conn: Connection) -> list[dict[str, Any]]:
@@ -78,8 +79,12 @@ def remove(conn: Connection, webhook_id: int, now_us: int) -> None:
     conn.execute(
         update(schema.webhook_delivery)
         .where(DELIVERY.webhook_id == webhook_id, DELIVERY.state == webhooks.PENDING)
-        .values(state=webhooks.FAILED, last_error="webhook removed", claimed_by=None,
-                claimed_until_us=None)  # fmt: skip
+        .values(
+            state=webhooks.FAILED,
+            last_error="webhook removed",
+            claimed_by=None,
+            claimed_until_us=None,
+        )
     )
 
 
@@ -89,10 +94,19 @@ def deliveries(
     """Deliveries, newest first, with their event's id (as sent) and kind."""
     query = (
         select(
-            DELIVERY.delivery_id, DELIVERY.webhook_id, DELIVERY.event_id, EVENT.kind,
-            DELIVERY.account_number, DELIVERY.state, DELIVERY.attempts, DELIVERY.next_attempt_us,
-            DELIVERY.last_status, DELIVERY.last_error, DELIVERY.created_us, DELIVERY.delivered_us,
-        )  # fmt: skip
+            DELIVERY.delivery_id,
+            DELIVERY.webhook_id,
+            DELIVERY.event_id,
+            EVENT.kind,
+            DELIVERY.account_number,
+            DELIVERY.state,
+            DELIVERY.attempts,
+            DELIVERY.next_attempt_us,
+            DELIVERY.last_status,
+            DELIVERY.last_error,
+            DELIVERY.created_us,
+            DELIVERY.delivered_us,
+        )
         .join(schema.event, EVENT.event_id == DELIVERY.event_id)
         .order_by(DELIVERY.delivery_id.desc())
         .limit(limit)
@@ -123,8 +137,14 @@ def replay(conn: Connection, delivery_id: int, now_us: int) -> None:
     conn.execute(
         update(schema.webhook_delivery)
         .where(DELIVERY.delivery_id == delivery_id)
-        .values(state=webhooks.PENDING, attempts=0, next_attempt_us=now_us, claimed_by=None,
-                claimed_until_us=None, delivered_us=None)  # fmt: skip
+        .values(
+            state=webhooks.PENDING,
+            attempts=0,
+            next_attempt_us=now_us,
+            claimed_by=None,
+            claimed_until_us=None,
+            delivered_us=None,
+        )
     )
 
 
@@ -166,9 +186,14 @@ def fan_out(conn: Connection, now_us: int, batch: int = FAN_OUT_BATCH) -> int:
             continue
         kinds = frozenset(hook.events.split())
         wanted = [
-            {"webhook_id": hook.webhook_id, "event_id": r.event_id,
-             "account_number": r.account_number, "state": webhooks.PENDING,
-             "next_attempt_us": now_us, "created_us": now_us}  # fmt: skip
+            {
+                "webhook_id": hook.webhook_id,
+                "event_id": r.event_id,
+                "account_number": r.account_number,
+                "state": webhooks.PENDING,
+                "next_attempt_us": now_us,
+                "created_us": now_us,
+            }
             for r in rows
             if webhooks.wants(kinds, hook.accounts, r.kind, r.account_number)
         ]
@@ -242,16 +267,30 @@ def claim(
         .values(claimed_by=node, claimed_until_us=now_us + lease_us)
     )
     rows = conn.execute(
-        select(DELIVERY.delivery_id, DELIVERY.webhook_id, DELIVERY.event_id, DELIVERY.attempts,
-               HOOK.url, HOOK.secret_encrypted, EVENT.body)  # fmt: skip
+        select(
+            DELIVERY.delivery_id,
+            DELIVERY.webhook_id,
+            DELIVERY.event_id,
+            DELIVERY.attempts,
+            HOOK.url,
+            HOOK.secret_encrypted,
+            EVENT.body,
+        )
         .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
         .join(schema.event, EVENT.event_id == DELIVERY.event_id)
         .where(DELIVERY.delivery_id.in_(ids))
         .order_by(DELIVERY.event_id)
     ).all()
     return [
-        Claimed(r.delivery_id, r.webhook_id, r.url, _secret(key, r.secret_encrypted),
-                r.event_id, r.body.encode("utf-8"), r.attempts)  # fmt: skip
+        Claimed(
+            r.delivery_id,
+            r.webhook_id,
+            r.url,
+            _secret(key, r.secret_encrypted),
+            r.event_id,
+            r.body.encode("utf-8"),
+            r.attempts,
+        )
         for r in rows
     ]
 
@@ -296,9 +335,15 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
             claimed_until_us=None,
         ),
         [
-            {"b_id": o.delivery_id, "b_state": o.state, "b_attempts": o.attempts,
-             "b_status": o.status, "b_error": o.error, "b_next": o.next_attempt_us,
-             "b_delivered": now_us if o.state == webhooks.DELIVERED else None}  # fmt: skip
+            {
+                "b_id": o.delivery_id,
+                "b_state": o.state,
+                "b_attempts": o.attempts,
+                "b_status": o.status,
+                "b_error": o.error,
+                "b_next": o.next_attempt_us,
+                "b_delivered": now_us if o.state == webhooks.DELIVERED else None,
+            }
             for o in outcomes
         ],
     )
