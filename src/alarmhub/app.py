@@ -34,6 +34,7 @@ from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
+from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
@@ -76,6 +77,9 @@ class Runtime:
             settings.heartbeat_flush_seconds,
         )
         self.live_feed = console.LiveFeed(self.engine)
+        # deliveries can be derived again from what is durable: their commits need not wait
+        self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
+        self.webhooks = WebhookWorker(self._webhook_engine, station_key)
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(
@@ -105,6 +109,7 @@ class Runtime:
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         await self.live_feed.start()
+        await self.webhooks.start()
         if self.engine.dialect.name == "sqlite":
             self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
@@ -131,6 +136,7 @@ class Runtime:
         if self.dc09 is not None:
             await self.dc09.stop()
         await self.live_feed.stop()
+        await self.webhooks.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
@@ -138,6 +144,7 @@ class Runtime:
         await self.heartbeats.stop()
         await self.leadership.stop()
         await self.writer.stop()
+        self._webhook_engine.dispose()
         self.engine.dispose()
         log.info("node stopped")
 

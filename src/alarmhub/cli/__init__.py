@@ -46,6 +46,7 @@ COMMANDS = {
     "schedule": "schedules:schedule_group",
     "holiday": "holidays:holiday_group",
     "apikey": "api_keys:apikey_group",
+    "webhook": "webhooks:webhook_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

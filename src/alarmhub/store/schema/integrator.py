@@ -83,3 +83,12 @@ Index(
     webhook_delivery.c.event_id,
     unique=True,
 )
+Index(
+    "ix_webhook_delivery_order",
+    webhook_delivery.c.webhook_id,
+    webhook_delivery.c.account_number,
+    webhook_delivery.c.state,
+    webhook_delivery.c.event_id,
+)
+"""What keeps each webhook's deliveries of one account in order: an earlier pending one of the
+same account is found without reading the webhook's other deliveries."""

@@ -73,6 +73,11 @@ def upgrade() -> None:
     op.create_index(
         "ix_webhook_delivery_event", "webhook_delivery", ["webhook_id", "event_id"], unique=True
     )
+    op.create_index(
+        "ix_webhook_delivery_order",
+        "webhook_delivery",
+        ["webhook_id", "account_number", "state", "event_id"],
+    )
 
 
 def downgrade() -> None:

@@ -1,0 +1,115 @@
+"""Webhooks' rules, no I/O: their secrets and signatures (the Standard Webhooks specification,
+decisions section 10), which events a webhook wants, and when a failed delivery is tried again.
+
+A secret is ``whsec_`` and the base64 of 32 random bytes; an attempt's signature is ``v1,`` and
+the base64 HMAC-SHA256, keyed with the secret's bytes, of ``{webhook-id}.{webhook-timestamp}.
+{body}``. Retries: within 10 s of the first failure, within 60 s of the second, then growing
+delays with jitter, for at least 24 hours in all; then the delivery is ``failed``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable, Iterable
+from urllib.parse import urlsplit
+
+from alarmhub.core.api_keys import ACCOUNTS_PATTERN
+from alarmhub.core.events import KINDS
+
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
+SECRET_BYTES = 32
+URL_MAX = 2000
+PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+STATES = (PENDING, DELIVERED, FAILED)
+ATTEMPT_SECONDS = 10.0
+"""An attempt that has no answer by then is a failure (a timeout)."""
+RETRY_SECONDS = (2, 8, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 28800, 28800)
+"""The delay before each retry (the n-th failure waits the n-th delay), before its jitter."""
+JITTER = 0.25
+"""Each delay is lengthened by up to this share of it, at random (never shortened: the first
+two stay within 10 s and 60 s, the whole schedule at least 24 hours)."""
+MAX_ATTEMPTS = len(RETRY_SECONDS) + 1
+ERROR_MAX = 200
+
+
+def new_secret() -> str:
+    """A signing secret, shown once to whoever adds the webhook."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
+
+
+def secret_bytes(secret: str) -> bytes:
+    """The HMAC key a secret stands for (its base64 part, decoded)."""
+    return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+
+
+def signature(secret: str, webhook_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header of one attempt."""
+    signed = f"{webhook_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret_bytes(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def headers(secret: str, webhook_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """Every header an attempt sends (``timestamp``: the attempt's own UNIX seconds)."""
+    return {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature(secret, webhook_id, timestamp, body),
+        "content-type": "application/json",
+    }
+
+
+def retry_delay(failures: int, random: Callable[[], float]) -> float | None:
+    """Seconds to wait after the ``failures``-th failed attempt, or None: no more attempts (the
+    delivery is failed). ``random`` gives a float in [0, 1) (the jitter)."""
+    if failures < 1 or failures > len(RETRY_SECONDS):
+        return None
+    base = RETRY_SECONDS[failures - 1]
+    return base * (1 + JITTER * random())
+
+
+def delivered(status: int | None) -> bool:
+    """Whether an attempt that was answered ``status`` delivered the event (any 2xx)."""
+    return status is not None and 200 <= status < 300
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a webhook's, or None."""
+    if len(url) > URL_MAX or not url.isprintable() or any(c.isspace() for c in url):
+        return f"the URL must be at most {URL_MAX} printable characters without spaces"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError:
+        return f"not a valid URL: {url[:80]!r}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "the URL must be http:// or https:// with a host"
+    if parts.fragment:
+        return "the URL must not have a fragment (#...)"
+    return None
+
+
+def subscription_problem(kinds: Iterable[str], accounts: str) -> str | None:
+    """Why a webhook cannot hear of ``kinds`` for ``accounts`` (a prefix), or None."""
+    kinds = list(kinds)
+    if not kinds:
+        return f"give at least one --event ({', '.join(KINDS)})"
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        return f"unknown event kind {unknown[0]!r}: use {', '.join(KINDS)}"
+    if not ACCOUNTS_PATTERN.fullmatch(accounts):
+        return "--accounts must be an account-number prefix of at most 9 letters or digits"
+    return None
+
+
+def wants(kinds: frozenset[str], accounts: str, kind: str, account: str) -> bool:
+    """Whether a webhook of ``kinds`` and account prefix ``accounts`` hears of an event."""
+    return kind in kinds and account.startswith(accounts)
+
+
+def error_text(text: str) -> str:
+    """An attempt's failure as stored and shown: one line, bounded."""
+    return " ".join(text.split())[:ERROR_MAX]

@@ -1,0 +1,113 @@
+"""Webhooks' rules: signatures checked by the independent ``standardwebhooks`` package, the
+retry schedule of decisions section 10, URLs and subscriptions."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import time
+
+import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from alarmhub.core import webhooks
+from alarmhub.core.events import ALARM_RAISED, KINDS, event_id_text
+
+BODY = b'{"type":"alarm.raised","timestamp":"2027-01-15T08:00:00.000Z","data":{"account":"700001"}}'
+
+
+def test_a_secret_is_whsec_and_32_random_bytes() -> None:
+    secret = webhooks.new_secret()
+    assert secret.startswith("whsec_")
+    assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+    assert webhooks.new_secret() != secret
+
+
+def test_standardwebhooks_verifies_the_signed_headers() -> None:
+    secret = webhooks.new_secret()
+    now = int(time.time())
+    headers = webhooks.headers(secret, event_id_text(42), now, BODY)
+    assert headers["webhook-id"] == "evt_42"
+    assert headers["webhook-timestamp"] == str(now)
+    assert headers["content-type"] == "application/json"
+    assert Webhook(secret).verify(BODY, headers)["data"]["account"] == "700001"
+
+
+@pytest.mark.parametrize("tamper", ["body", "id", "timestamp", "secret"])
+def test_standardwebhooks_refuses_what_was_not_signed(tamper: str) -> None:
+    secret = webhooks.new_secret()
+    now = int(time.time())
+    headers = webhooks.headers(secret, "evt_1", now, BODY)
+    body = BODY
+    if tamper == "body":
+        body = BODY.replace(b"700001", b"700002")
+    elif tamper == "id":
+        headers["webhook-id"] = "evt_2"
+    elif tamper == "timestamp":
+        headers["webhook-timestamp"] = str(now - 1)
+    else:
+        secret = webhooks.new_secret()
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secret).verify(body, headers)
+
+
+def test_retries_within_10_s_then_60_s_then_growing_for_at_least_24_hours() -> None:
+    for jitter in (0.0, 0.999999):
+        delays = []
+        failures = 1
+        while (delay := webhooks.retry_delay(failures, lambda j=jitter: j)) is not None:
+            delays.append(delay)
+            failures += 1
+        assert delays[0] <= 10
+        assert delays[1] <= 60
+        assert all(b >= a for a, b in itertools.pairwise(delays[1:]))
+        assert sum(delays) >= 24 * 3600
+        assert failures == webhooks.MAX_ATTEMPTS  # the attempt after the last delay fails it
+
+
+def test_jitter_lengthens_a_delay_by_at_most_a_quarter() -> None:
+    assert webhooks.retry_delay(3, lambda: 0.0) == 60
+    assert webhooks.retry_delay(3, lambda: 0.5) == 67.5
+    assert webhooks.retry_delay(0, lambda: 0.0) is None
+
+
+@pytest.mark.parametrize("status", [200, 201, 204, 299])
+def test_a_2xx_delivers(status: int) -> None:
+    assert webhooks.delivered(status)
+
+
+@pytest.mark.parametrize("status", [None, 100, 301, 400, 410, 500, 503])
+def test_anything_else_fails(status: int | None) -> None:
+    assert not webhooks.delivered(status)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080/hook", "https://hooks.example.com/a?b=c", "http://[::1]/x"]
+)
+def test_http_and_https_urls_are_taken(url: str) -> None:
+    assert webhooks.url_problem(url) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://example.com/", "file:///etc/passwd", "example.com/hook", "http:///nohost",
+     "http://example.com:99999/", "http://exa mple.com/", "http://example.com/#frag",
+     "http://example.com/" + "a" * 2000, "javascript:alert(1)", ""],
+)  # fmt: skip
+def test_other_urls_are_refused(url: str) -> None:
+    assert webhooks.url_problem(url)
+
+
+def test_subscriptions() -> None:
+    assert webhooks.subscription_problem(KINDS, "7001") is None
+    assert webhooks.subscription_problem([], "")
+    assert webhooks.subscription_problem(["alarm.exploded"], "")
+    assert webhooks.subscription_problem([ALARM_RAISED], "70-1")
+    kinds = frozenset([ALARM_RAISED])
+    assert webhooks.wants(kinds, "7001", ALARM_RAISED, "700123")
+    assert not webhooks.wants(kinds, "7001", ALARM_RAISED, "700223")
+    assert not webhooks.wants(kinds, "", "alarm.taken", "700123")
+
+
+def test_error_text_is_one_bounded_line() -> None:
+    assert webhooks.error_text("a\nb   c" + "x" * 500) == ("a b c" + "x" * 500)[:200]
