@@ -1,4 +1,5 @@
-"""The served OpenAPI document is true: schemathesis generates requests from it against the
+"""The served OpenAPI document is true: schemathesis generates requests from it (the signaling
+interface, the query interface and the integrator API, each with its credentials) against the
 node (in this process: tests.support.in_process) and checks every answer against it (no 500,
 status, content type and body schema).
 """
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 
 from alarmhub.client import QueryClient
+from alarmhub.core.api_keys import SCOPES
 from tests.support.in_process import BASE_URL, in_process_node, requests_session
 from tests.support.processes import cli, cli_json
 
@@ -40,6 +42,7 @@ class Api:
     session: requests.Session  # schemathesis calls through it: to the same node
     token: str
     signer: QueryClient
+    key: str  # an integrator API key with every scope
 
     def schema(self) -> Any:
         """The document the node serves, as schemathesis reads it."""
@@ -58,6 +61,9 @@ def api(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]
                        "--heartbeat", "site1:rx1")  # fmt: skip
     assert isinstance(created, dict)
     cli(data_dir, "apiuser", "add", "documentation", "--password", "secretpassword")
+    scopes = [a for scope in SCOPES for a in ("--scope", scope)]
+    key = cli_json(data_dir, "apikey", "create", "--name", "documentation", *scopes, "--json")
+    assert isinstance(key, dict)
     signer = QueryClient(
         BASE_URL, appkey="openapi", username="documentation", password="secretpassword"
     )
@@ -66,7 +72,7 @@ def api(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]
         requests_session(node.client) as session,
     ):
         try:
-            yield Api(node.client, session, str(created["token"]), signer)
+            yield Api(node.client, session, str(created["token"]), signer, str(key["key"]))
         finally:
             signer.close()
 
@@ -75,6 +81,8 @@ def _headers(case: Any, api: Api) -> dict[str, str]:
     headers: dict[str, str] = {}
     if case.path.startswith("/rx/"):
         headers["Authorization"] = f"Bearer {api.token}"
+    if case.path.startswith("/api/v1/"):
+        headers["Authorization"] = f"Bearer {api.key}"
     if case.path == "/rest/rest.php" and isinstance(case.body, dict):
         form = {str(k): str(v) for k, v in case.body.items()}
         headers.update(api.signer.headers(form))
@@ -84,7 +92,8 @@ def _headers(case: Any, api: Api) -> dict[str, str]:
 def test_answers_match_the_document(api: Api) -> None:
     schema = api.schema()
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert {op.path for op in operations} >= {"/rx/{pair}/contact_id", "/rest/rest.php"}
+    paths = {op.path for op in operations}
+    assert paths >= {"/rx/{pair}/contact_id", "/rest/rest.php", "/api/v1/accounts"}
     for operation in operations:
 
         @settings(

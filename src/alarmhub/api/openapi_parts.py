@@ -6,24 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from alarmhub.api.openapi import PROBLEM, SECURITY
 from alarmhub.api.plumbing import LIMIT_MAX
-from alarmhub.api.problems import STATUS
 
 TEXT: dict[str, Any] = {"type": "string"}
 NULLABLE_TEXT: dict[str, Any] = {"type": "string", "nullable": True}
-PROBLEM: dict[str, Any] = {
-    "type": "object",
-    "required": ["type", "title", "status", "detail", "code"],
-    "properties": {
-        "type": TEXT,
-        "title": TEXT,
-        "status": {"type": "integer"},
-        "detail": TEXT,
-        "code": {"type": "string", "enum": sorted(STATUS)},
-    },
-}
 PATH_TEXT = "^[!-.0-~]+$"  # printable ASCII but a space or '/'
-SECURITY: list[dict[str, list[str]]] = [{"bearer": []}]
 ETAG_HEADER = {"ETag": {"description": "The version of the resource", "schema": TEXT}}
 IF_MATCH = {
     "name": "If-Match",

@@ -11,7 +11,8 @@ from sqlalchemy import Connection, select
 from starlette.requests import Request
 
 from alarmhub.api.openapi import REFUSALS, SECURITY, problem
-from alarmhub.api.problems import INPUT, ApiProblem, not_found
+from alarmhub.api.problems import INPUT, ApiProblem
+from alarmhub.api.scope import no_account
 from alarmhub.core.account import account_number_problem
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.events import timestamp
@@ -19,12 +20,6 @@ from alarmhub.store import schema
 
 ACCOUNT = schema.account.c
 PARAM_MAX_CHARS = 64
-
-
-def no_account(account: str) -> ApiProblem:
-    """The one answer for an account that does not exist and one the key may not see (the
-    store's refusals of a missing account say the same)."""
-    return not_found(f"no account {account!r}")
 
 
 def seen(key: ApiKey, account: str) -> str:
