@@ -203,5 +203,10 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
             settings.xmhist_max_records,
         )
         routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed, settings.zone)
-        routes += api.routes(runtime.engine, runtime.writer, settings.rest_max_body_bytes)
+        routes += api.routes(
+            runtime.engine,
+            runtime.writer,
+            settings.rest_max_body_bytes,
+            closed=lambda: runtime.live_feed.closed,  # the node stops: event streams end too
+        )
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

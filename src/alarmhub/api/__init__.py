@@ -9,6 +9,7 @@ the events it writes to the outbox are numbered in the order of the commits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from sqlalchemy.engine import Engine
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from alarmhub.api import events
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
@@ -34,10 +36,17 @@ async def unknown(request: Request) -> Response:
     return problem_response(not_found(f"no resource at {request.url.path}"))
 
 
-def routes(engine: Engine, writer: SignalWriter, max_body_bytes: int) -> list[BaseRoute]:
+def routes(
+    engine: Engine,
+    writer: SignalWriter,
+    max_body_bytes: int,
+    closed: Callable[[], bool] = lambda: False,
+) -> list[BaseRoute]:
+    """The routes of ``/api/v1``; ``closed`` says when the node stops (event streams end)."""
     api = Api(engine, lambda work: writer.run(partial(operations.on_queues, work)), max_body_bytes)
     served: list[BaseRoute] = [
         Route("/key", api.endpoint("", whoami), methods=["GET"]),
+        *events.routes(api, closed),
     ]
     catch_all = Route("/{rest:path}", unknown, methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
     return [Mount(BASE, routes=[*served, catch_all])]

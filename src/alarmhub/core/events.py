@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from alarmhub.core import units
+from alarmhub.core import on_test, units
+from alarmhub.core.alarm_types import SystemAlarm
 
 ALARM_RAISED = "alarm.raised"
 ALARM_TAKEN = "alarm.taken"
@@ -43,6 +44,33 @@ def alarm_data(alarm: Mapping[str, Any], **more: Any) -> dict[str, Any]:
         "type": alarm["type"],
         "hist_text": alarm["hist_text"],
         "priority": alarm["priority"],
+        **more,
+    }
+
+
+def supervision_data(
+    kind: SystemAlarm, account: str, alarm_id: int | None, **more: Any
+) -> dict[str, Any]:
+    """``data`` of a ``supervision.*`` event: the failure (FAIL TO TEST, SOURCE FAILURE,
+    COMMUNICATION FAILURE) and its TYPE, the account ('' when none), the alarm raised for it,
+    and where it is (``source``/``destination``, or ``dc09_account``/``receiver``/``line``)."""
+    return {"failure": kind.name, "type": kind.type, "account": account, "alarm_id": alarm_id,
+            **more}  # fmt: skip
+
+
+def test_data(test: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+    """``data`` of an ``account.test_*`` event from a test's row (table ``on_test``): the
+    account, the zones and TYPEs tested (empty: all), who asked, the reason, the console's
+    operator, when it started and when it ends (ISO 8601)."""
+    return {
+        "account": test["account_number"],
+        "zones": list(on_test.split(test["zones"] or "")),
+        "types": list(on_test.split(test["types"] or "")),
+        "by": test["by"],
+        "reason": test["reason"],
+        "opr": test["opr"],
+        "started": timestamp(test["started_us"]),
+        "ends": timestamp(test["ends_us"]),
         **more,
     }
 
