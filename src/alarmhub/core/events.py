@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from alarmhub.core import on_test, units
@@ -24,6 +25,7 @@ KINDS = (ALARM_RAISED, ALARM_TAKEN, ALARM_RESOLVED, ALARM_RESTORED, TEST_STARTED
          SUPERVISION_FAILED, SUPERVISION_RESTORED)  # fmt: skip
 
 
+@lru_cache(maxsize=256)  # the alarms a routing batch raises share one time
 def timestamp(at_us: int) -> str:
     """ISO 8601, UTC, to the millisecond: ``2027-01-15T08:00:00.000Z``."""
     moment = datetime.fromtimestamp(units.to_seconds(at_us), UTC)
