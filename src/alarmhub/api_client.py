@@ -35,7 +35,8 @@ class ApiError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
-    """One event of the event stream: its id (to resume after), kind and body."""
+    """One event of the event stream: its id (to resume after), kind and body. The kind
+    ``gap`` (no id) says events before it may be missing: resumed from too far back."""
 
     id: str
     kind: str
@@ -130,10 +131,9 @@ class ApiClient:
             fields: dict[str, str] = {}
             for line in answer.iter_lines():
                 if not line:  # a blank line ends an event
-                    if "data" in fields and "id" in fields:
-                        yield StreamEvent(
-                            fields["id"], fields.get("event", "message"), json.loads(fields["data"])
-                        )
+                    if "data" in fields:  # a ``gap`` event has no id: events may be missing
+                        kind = fields.get("event", "message")
+                        yield StreamEvent(fields.get("id", ""), kind, json.loads(fields["data"]))
                     fields = {}
                 elif not line.startswith(":"):  # a comment keeps the connection alive
                     name, _, value = line.partition(":")

@@ -215,6 +215,10 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
         )
         routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed, settings.zone)
         routes += api.routes(
-            runtime.engine, runtime.writer, settings.rest_max_body_bytes, settings.zone
+            runtime.engine,
+            runtime.writer,
+            settings.rest_max_body_bytes,
+            settings.zone,
+            closed=lambda: runtime.live_feed.closed,  # the node stops: event streams end too
         )
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -95,6 +95,8 @@ def test_answers_match_the_document(api: Api) -> None:
     paths = {op.path for op in operations}
     assert paths >= {"/rx/{pair}/contact_id", "/rest/rest.php", "/api/v1/accounts"}
     for operation in operations:
+        if operation.path == "/api/v1/events":  # a stream that never ends: tests of its own
+            continue
 
         @settings(
             max_examples=EXAMPLES,

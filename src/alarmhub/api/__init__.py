@@ -9,6 +9,7 @@ the events it writes to the outbox are numbered in the order of the commits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, tzinfo
 from functools import partial
 
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from alarmhub.api import accounts, alarms, supervision
+from alarmhub.api import accounts, alarms, events, supervision
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
@@ -37,8 +38,14 @@ async def unknown(request: Request) -> Response:
 
 
 def routes(
-    engine: Engine, writer: SignalWriter, max_body_bytes: int, zone: tzinfo = UTC
+    engine: Engine,
+    writer: SignalWriter,
+    max_body_bytes: int,
+    zone: tzinfo = UTC,
+    closed: Callable[[], bool] = lambda: False,
 ) -> list[BaseRoute]:
+    """The routes of ``/api/v1``; ``zone`` is the station's time zone, ``closed`` says when the
+    node stops (event streams end)."""
     api = Api(
         engine, lambda work: writer.run(partial(operations.on_queues, work)), max_body_bytes, zone
     )
@@ -47,6 +54,7 @@ def routes(
         *accounts.routes(api),
         *alarms.routes(api),
         *supervision.routes(api),
+        *events.routes(api, closed),
     ]
     catch_all = Route("/{rest:path}", unknown, methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
     return [Mount(BASE, routes=[*served, catch_all])]

@@ -8,7 +8,7 @@ from typing import Any
 
 from alarmhub.api.problems import MEDIA_TYPE, STATUS
 
-MODULES = ("accounts", "alarms", "supervision")
+MODULES = ("accounts", "alarms", "events", "supervision")
 """The modules of :mod:`alarmhub.api` with ``PATHS``."""
 PROBLEM: dict[str, Any] = {
     "type": "object",

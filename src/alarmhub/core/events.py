@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
-from alarmhub.core import units
+from alarmhub.core import on_test, units
+from alarmhub.core.alarm_types import SystemAlarm
 
 ALARM_RAISED = "alarm.raised"
 ALARM_TAKEN = "alarm.taken"
@@ -23,6 +25,7 @@ KINDS = (ALARM_RAISED, ALARM_TAKEN, ALARM_RESOLVED, ALARM_RESTORED, TEST_STARTED
          SUPERVISION_FAILED, SUPERVISION_RESTORED)  # fmt: skip
 
 
+@lru_cache(maxsize=256)  # the alarms a routing batch raises share one time
 def timestamp(at_us: int) -> str:
     """ISO 8601, UTC, to the millisecond: ``2027-01-15T08:00:00.000Z``."""
     moment = datetime.fromtimestamp(units.to_seconds(at_us), UTC)
@@ -43,6 +46,33 @@ def alarm_data(alarm: Mapping[str, Any], **more: Any) -> dict[str, Any]:
         "type": alarm["type"],
         "hist_text": alarm["hist_text"],
         "priority": alarm["priority"],
+        **more,
+    }
+
+
+def supervision_data(
+    kind: SystemAlarm, account: str, alarm_id: int | None, **more: Any
+) -> dict[str, Any]:
+    """``data`` of a ``supervision.*`` event: the failure (FAIL TO TEST, SOURCE FAILURE,
+    COMMUNICATION FAILURE) and its TYPE, the account ('' when none), the alarm raised for it,
+    and where it is (``source``/``destination``, or ``dc09_account``/``receiver``/``line``)."""
+    return {"failure": kind.name, "type": kind.type, "account": account, "alarm_id": alarm_id,
+            **more}  # fmt: skip
+
+
+def test_data(test: Mapping[str, Any], **more: Any) -> dict[str, Any]:
+    """``data`` of an ``account.test_*`` event from a test's row (table ``on_test``): the
+    account, the zones and TYPEs tested (empty: all), who asked, the reason, the console's
+    operator, when it started and when it ends (ISO 8601)."""
+    return {
+        "account": test["account_number"],
+        "zones": list(on_test.split(test["zones"] or "")),
+        "types": list(on_test.split(test["types"] or "")),
+        "by": test["by"],
+        "reason": test["reason"],
+        "opr": test["opr"],
+        "started": timestamp(test["started_us"]),
+        "ends": timestamp(test["ends_us"]),
         **more,
     }
 

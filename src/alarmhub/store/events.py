@@ -1,28 +1,106 @@
 """The outbox of events: written in the transaction of the change each reports (so never lost
 by a crash, never there for a change that rolled back), read by the webhook deliveries and the
 event stream. Every writer of events holds the incident counter's lock (routing, supervision,
-operators' and the API's actions), so event ids follow the order of the commits."""
+operators' and the API's actions), so event ids follow the order of the commits.
+
+Events are kept :data:`KEEP_DAYS` days (at least :data:`KEEP_AT_LEAST_HOURS`, what the event
+stream promises to resume over); the writer's housekeeping forgets older ones with
+:func:`forget`, raising the ``event_forgotten`` counter to the newest id it deleted, so a reader
+resuming from an older id can tell that it missed some."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
-from alarmhub.core import events
+from alarmhub.core import events, units
 from alarmhub.store import schema
+
+EVENT = schema.event.c
+SEQUENCE = schema.sequence.c
+COLUMNS = ("kind", "account_number", "body", "at_us")
+"""The columns an event is written with (table order; ``event_id`` is the database's)."""
+KEEP_DAYS = 7
+KEEP_AT_LEAST_HOURS = 24
+FORGOTTEN = "event_forgotten"
+"""The counter (table ``sequence``) holding the newest event id ever forgotten."""
+FORGET_CHUNK = 5000
+"""At most this many events are forgotten by one pass (housekeeping runs every second)."""
+
+
+def row(kind: str, account: str, data: Mapping[str, Any], at_us: int) -> tuple[Any, ...]:
+    """One event as a row of :data:`COLUMNS` (for a bulk insert)."""
+    assert kind in events.KINDS, kind
+    return (kind, account, orjson.dumps(events.envelope(kind, at_us, data)).decode(), at_us)
 
 
 def publish(conn: Connection, kind: str, account: str, data: Mapping[str, Any], at_us: int) -> None:
     """Put one event in the outbox."""
-    assert kind in events.KINDS, kind
-    conn.execute(
-        insert(schema.event).values(
-            kind=kind,
-            account_number=account,
-            body=orjson.dumps(events.envelope(kind, at_us, data)).decode(),
-            at_us=at_us,
-        )
+    publish_rows(conn, [row(kind, account, data, at_us)])
+
+
+def publish_rows(conn: Connection, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Put events made by :func:`row` in the outbox, in this order."""
+    values = [dict(zip(COLUMNS, r, strict=True)) for r in rows]
+    if values:
+        conn.execute(insert(schema.event), values)
+
+
+class Event(NamedTuple):
+    """An event as read back: its id, kind, account ('' for the station's own) and body."""
+
+    event_id: int
+    kind: str
+    account_number: str
+    body: str
+
+
+_AFTER = (
+    select(EVENT.event_id, EVENT.kind, EVENT.account_number, EVENT.body)
+    .where(EVENT.event_id > bindparam("after"))
+    .order_by(EVENT.event_id)
+    .limit(bindparam("limit"))
+)
+
+
+def after(conn: Connection, event_id: int, limit: int) -> list[Event]:
+    """Up to ``limit`` events after ``event_id``, oldest first."""
+    return [Event(*r) for r in conn.execute(_AFTER, {"after": event_id, "limit": limit})]
+
+
+def newest(conn: Connection) -> int:
+    """The newest event id in the outbox (0 when it is empty)."""
+    return int(conn.execute(select(func.coalesce(func.max(EVENT.event_id), 0))).scalar_one())
+
+
+def forgotten_through(conn: Connection) -> int:
+    """The newest event id forgotten so far (0: none); a reader after an older id missed some."""
+    found = conn.execute(select(SEQUENCE.value).where(SEQUENCE.name == FORGOTTEN)).scalar()
+    return int(found or 0)
+
+
+def forget(conn: Connection, now_us: int, keep_days: float = KEEP_DAYS) -> int:
+    """Delete up to :data:`FORGET_CHUNK` events older than ``keep_days`` (never fewer than
+    :data:`KEEP_AT_LEAST_HOURS` hours) and raise the forgotten counter; how many."""
+    keep_us = max(units.hours_us(keep_days * 24), units.hours_us(KEEP_AT_LEAST_HOURS))
+    ids: Sequence[int] = list(
+        conn.execute(
+            select(EVENT.event_id)
+            .where(EVENT.at_us < now_us - keep_us)
+            .order_by(EVENT.at_us)
+            .limit(FORGET_CHUNK)
+        ).scalars()
     )
+    if not ids:
+        return 0
+    conn.execute(delete(schema.event).where(EVENT.event_id.in_(ids)))
+    through = max(ids)
+    conn.execute(
+        update(schema.sequence)
+        .where(SEQUENCE.name == FORGOTTEN, SEQUENCE.value < through)
+        .values(value=through)
+    )
+    return len(ids)

@@ -5,7 +5,9 @@ write transaction with the rules of ``core.operations``.
 Two operators never get the same alarm: taking one is a conditional UPDATE (``WHERE state =
 'pending'``) whose row count says who won, which holds across processes and nodes sharing one
 database. Every action writes an OPERATOR record to history and bumps the queue revision, so
-consoles and XMAPEND/XMAINPRO see it at once.
+consoles and XMAPEND/XMAINPRO see it at once. Taking, handing and taking over an alarm and
+resolving it are also events of the outbox (``alarm.taken``, ``alarm.resolved``), in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
+from alarmhub.core import events, response, sites
 from alarmhub.core import operations as ops
-from alarmhub.core import response, sites
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.router import RoutePath
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, plans, provisioning, queries, schema
+from alarmhub.store import events as outbox
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
@@ -457,12 +460,18 @@ def close(
             raise ActionRefused("OPS-STATE", "an alarm changed meanwhile; try again")
     detail = f"{chosen.code} {chosen.text}"
     records = []
+    resolved = []
     for row in rows:
         times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
         summary = ", ".join(f"{name} {value}" for name, value in times.items())
         full = f"{detail}; {summary}" + (f"; {chosen.note}" if chosen.note else "")
         records.append(_audit_row(code, Action.RESOLVE, now_us, row, row["alarm_id"], detail, full))
+        data = events.alarm_data(
+            row, opr=code or None, resolution=chosen.code, resolution_text=chosen.text
+        )
+        resolved.append(outbox.row(events.ALARM_RESOLVED, row["account_number"], data, now_us))
     conn.execute(insert(schema.history), records)
+    outbox.publish_rows(conn, resolved)
 
 
 # the audit trail ----------------------------------------------------------------------------
@@ -477,11 +486,20 @@ def record(
     detail: str = "",
     note: str | None = None,
 ) -> None:
-    """One OPERATOR record in history: the action, who, when, on which alarm."""
+    """One OPERATOR record in history: the action, who, when, on which alarm (and the
+    ``alarm.taken`` event when it is taken, handed or taken over)."""
     number = allocate_incidents(conn, 1) if row is None else row["alarm_id"]
     conn.execute(
         insert(schema.history).values(_audit_row(code, action, now_us, row, number, detail, note))
     )
+    how = _TAKEN.get(action)
+    if how is not None and row is not None:
+        data = events.alarm_data(row, opr=code, how=how)
+        outbox.publish(conn, events.ALARM_TAKEN, row["account_number"], data, now_us)
+
+
+_TAKEN = {Action.TAKE: "taken", Action.HANDED: "handed", Action.TAKE_OVER: "taken_over"}
+"""The actions that give an alarm to an operator: ``how`` of its ``alarm.taken`` event."""
 
 
 _STATION: Mapping[str, Any] = {

@@ -7,7 +7,9 @@ bumps the provisioning revision (routing reloads them with its next batch) and t
 (the consoles' on-test panel follows). Each is a system-handled history event of the account
 (ALARM_CATEGORY S): TSTON ``ON TEST 60 MIN BY ...`` and TSTOF ``RETURN FROM TEST [BY ...]``, with
 the path OPERATOR when a person did it (the console's operator in OPR) and SYSTEM for the
-automatic return. A return raises TEST END NOT RESTORED for each zone the test left open.
+automatic return. A return raises TEST END NOT RESTORED for each zone the test left open. A
+start and a return are also events of the outbox (``account.test_started``,
+``account.test_ended``), in the same transaction.
 
 A test is returned once however many nodes supervise: the return is a conditional UPDATE
 (``WHERE ended_us IS NULL``) whose row count says who does it, in the transaction that raises its
@@ -21,11 +23,12 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
+from alarmhub.core import events, response
 from alarmhub.core import on_test as rules
-from alarmhub.core import response
 from alarmhub.core.alarm_types import SYSTEM_HANDLED, TEST_END_NOT_RESTORED
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.router import HIST_TEXT_MAX, RoutePath, Router
+from alarmhub.store import events as outbox
 from alarmhub.store import handling, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
@@ -139,6 +142,9 @@ def start(
         )
     text = rules.start_text(minutes, by, zone_list, type_list, reason)
     _record(conn, account, rules.START_TYPE, text, RoutePath.OPERATOR, opr, now_us)
+    test = _running(conn, account)
+    assert test is not None
+    outbox.publish(conn, events.TEST_STARTED, account, events.test_data(test), now_us)
     _changed(conn)
     (shown,) = [t for t in running_tests(conn, now_us) if t["account_number"] == account]
     return shown
@@ -196,6 +202,10 @@ def _return(
         cache = ProvisioningCache()
         cache.refresh(conn)
         repo = SqlRepository(conn, cache, Inserts(conn.engine))
+    data = events.test_data(
+        row, ended=events.timestamp(now_us), ended_by=by or None, automatic=by is None
+    )
+    repo.publish(events.TEST_ENDED, account, data, now_us)  # before the alarms it raises
     signals = [_test_signal(s) for s in _signals(conn, account, row["started_us"], now_us)]
     for zone, area in rules.left_open(signals, lambda code: repo.alarm_type(code).restore_expected):
         zones, _ = repo.descriptions(account, zone)

@@ -1,21 +1,25 @@
 """The router's repository in the store: what routing reads (provisioning, cached per
 revision by :mod:`alarmhub.store.provisioning_cache`; accounts; open alarms) and writes (alarms
-and history, buffered and inserted in bulk) inside one routing or supervision transaction."""
+and history, buffered and inserted in bulk) inside one routing or supervision transaction, with
+the events they are (``alarm.raised``, ``alarm.restored``, ``supervision.*``) for the outbox."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, case, select, update
+from sqlalchemy import Connection, bindparam, case, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.core.alarm_types import AlarmType
+from alarmhub.core import events
+from alarmhub.core.alarm_types import FAIL_TO_TEST, AlarmType
 from alarmhub.core.on_test import Test
 from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, provisioning, queries, schema
+from alarmhub.store import events as outbox
 from alarmhub.store.commit import RowInsert, allocate_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 
@@ -78,12 +82,31 @@ def _alarm_row(alarm: HistoryEvent, pending_us: int, state: AlarmState) -> dict[
     }
 
 
+def _raised(alarm: dict[str, Any]) -> tuple[Any, ...]:
+    """The ``alarm.raised`` event of an alarm row (pending, or on the storm list)."""
+    data = events.alarm_data(alarm, state=alarm["state"])
+    return outbox.row(events.ALARM_RAISED, alarm["account_number"], data, alarm["pending_us"])
+
+
+_RESTORE = (
+    update(schema.alarm)
+    .where(ALARM.alarm_id == bindparam("restored"), ALARM.restore_us.is_(None))
+    .values(restore_us=bindparam("at_us"))
+    .returning(
+        ALARM.alarm_id, ALARM.account_number, ALARM.type, ALARM.hist_text, ALARM.priority,
+        ALARM.state,
+    )
+)  # fmt: skip
+"""A restoral arrived: the alarm's row, if it had none before (for ``alarm.restored``)."""
+
+
 class Inserts:
     """The bulk INSERTs of routing, compiled once per engine."""
 
     def __init__(self, engine: Engine) -> None:
         self.alarm = RowInsert(engine, schema.alarm, ALARM_COLUMNS)
         self.history = RowInsert(engine, schema.history, HISTORY_COLUMNS)
+        self.event = RowInsert(engine, schema.event, outbox.COLUMNS)
 
 
 class SqlRepository:
@@ -101,6 +124,8 @@ class SqlRepository:
         self._alarms: dict[int, dict[str, Any]] = {}
         self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
+        self._events: list[tuple[Any, ...]] = []  # in the order of what happened
+        self._raised_event: dict[int, int] = {}  # alarm id: its alarm.raised in _events
         self._queue_changed = False
 
     def preload_accounts(self, numbers: set[str]) -> None:
@@ -202,7 +227,9 @@ class SqlRepository:
     def join_alarm(self, alarm_id: int, priority: str) -> None:
         buffered = self._alarms.get(alarm_id)
         if buffered is not None:
-            buffered["priority"] = min(buffered["priority"], priority)
+            if priority < buffered["priority"]:
+                buffered["priority"] = priority
+                self._events[self._raised_event[alarm_id]] = _raised(buffered)
             return
         self._conn.execute(
             update(schema.alarm)
@@ -217,24 +244,37 @@ class SqlRepository:
     def add_alarm(
         self, alarm: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
     ) -> None:
-        self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us, state)
+        row = self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us, state)
+        self._raised_event[alarm.incident_number] = len(self._events)
+        self._events.append(_raised(row))
         if alarm.path is RoutePath.UNKNOWN:
             self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
 
     def add_history(self, event: HistoryEvent) -> None:
         self._history.append(_history_row(event))
 
+    def publish(self, kind: str, account: str, data: Mapping[str, Any], at_us: int) -> None:
+        """An event for the outbox, written at :meth:`flush` (in the order published, with the
+        ``alarm.raised`` of each alarm added)."""
+        self._events.append(outbox.row(kind, account, data, at_us))
+
     def restore_arrived(self, alarm_id: int, at_us: int) -> None:
         buffered = self._alarms.get(alarm_id)
         if buffered is not None:
+            if buffered["restore_us"] is None:
+                self._restored(buffered, at_us)
             buffered["restore_us"] = at_us
             return
-        self._conn.execute(
-            update(schema.alarm)
-            .where(ALARM.alarm_id == alarm_id, ALARM.restore_us.is_(None))
-            .values(restore_us=at_us)
+        restored = (
+            self._conn.execute(_RESTORE, {"restored": alarm_id, "at_us": at_us}).mappings().first()
         )
         self._queue_changed = True
+        if restored is not None and restored["state"] != AlarmState.RESOLVED:
+            self._restored(dict(restored), at_us)
+
+    def _restored(self, alarm: Mapping[str, Any], at_us: int) -> None:
+        data = events.alarm_data(alarm, state=alarm["state"])
+        self.publish(events.ALARM_RESTORED, alarm["account_number"], data, at_us)
 
     def test_report(self, account_number: str, at_us: int) -> int | None:
         ended = self._conn.execute(
@@ -246,7 +286,11 @@ class SqlRepository:
             .where(ACCOUNT.account_number == account_number)
             .values(last_test_us=newest, test_alarm_id=None)
         )
-        return int(ended) if ended is not None else None
+        if ended is None:
+            return None
+        data = events.supervision_data(FAIL_TO_TEST, account_number, int(ended))
+        self.publish(events.SUPERVISION_RESTORED, account_number, data, at_us)
+        return int(ended)
 
     def has_schedule(self, account_number: str) -> bool:
         return account_number in self._cache.scheduled
@@ -267,11 +311,14 @@ class SqlRepository:
             if row["state"] == AlarmState.PENDING
         ]
         if self._alarms:
-            self._inserts.alarm.execute(
-                self._conn, [_alarm_values(r) for r in self._alarms.values()]
-            )
+            alarms = self._alarms.values()
+            self._inserts.alarm.execute(self._conn, [_alarm_values(r) for r in alarms])
             self._alarms.clear()
+            self._raised_event.clear()
             self._queue_changed = True
+        if self._events:
+            self._inserts.event.execute(self._conn, self._events)
+            self._events = []
         if self._queue_changed:
             provisioning.bump_revision(self._conn, queries.QUEUE)
             self._queue_changed = False

@@ -4,6 +4,9 @@ reporting, and their restorals; the open/close schedules whose checks are due
 (:mod:`alarmhub.store.schedules`); then held alarms whose time is up go back to pending and
 pending alarms go to the operator working their account, else to idle operators.
 
+Each failure and each restoral is also an event of the outbox (``supervision.failed``,
+``supervision.restored``), written with the alarms at the repository's flush.
+
 Each supervision transaction first takes the incident counter's row lock
 (:func:`~alarmhub.store.commit.lock_incidents`), as routing does, so that on a database shared
 by several nodes they run one after the other.
@@ -17,7 +20,7 @@ from datetime import UTC, tzinfo
 from sqlalchemy import BigInteger, Connection, cast, func, select, update
 from sqlalchemy.engine import Engine
 
-from alarmhub.core import system_alarms, units
+from alarmhub.core import events, system_alarms, units
 from alarmhub.core.alarm_types import COMMUNICATION_FAILURE, FAIL_TO_TEST, SOURCE_FAILURE
 from alarmhub.core.dc09 import DESTINATION as DC09_DESTINATION
 from alarmhub.core.dc09 import line_name
@@ -87,6 +90,8 @@ class Supervision:
                 .where(ACCOUNT.account_number == account)
                 .values(test_alarm_id=alarm_id)
             )
+            data = events.supervision_data(FAIL_TO_TEST, account, alarm_id)
+            repo.publish(events.SUPERVISION_FAILED, account, data, now_us)
             log.warning("fail to test", extra={"account": account, "incident_number": alarm_id})
             raised += 1
         return raised
@@ -101,6 +106,10 @@ class Supervision:
         for source, destination in failed:
             text = system_alarms.source_failure(source, destination)
             alarm_id = Router.raise_alarm(repo, SOURCE_FAILURE, "", text, now_us)
+            data = events.supervision_data(
+                SOURCE_FAILURE, "", alarm_id, source=source, destination=destination
+            )
+            repo.publish(events.SUPERVISION_FAILED, "", data, now_us)
             conn.execute(
                 update(schema.heartbeat)
                 .where(HEARTBEAT.source == source, HEARTBEAT.destination == destination)
@@ -119,6 +128,10 @@ class Supervision:
         for source, destination, alarm_id in back:
             text = system_alarms.source_failure(source, destination)
             Router.restore_alarm(repo, SOURCE_FAILURE, alarm_id, "", text, now_us)
+            data = events.supervision_data(
+                SOURCE_FAILURE, "", alarm_id, source=source, destination=destination
+            )
+            repo.publish(events.SUPERVISION_RESTORED, "", data, now_us)
             conn.execute(
                 update(schema.heartbeat)
                 .where(HEARTBEAT.source == source, HEARTBEAT.destination == destination)
@@ -161,6 +174,11 @@ class Supervision:
             alarm_id = Router.raise_alarm(
                 repo, COMMUNICATION_FAILURE, account, text, now_us, origin
             )
+            data = events.supervision_data(
+                COMMUNICATION_FAILURE, account, alarm_id,
+                dc09_account=dc09_account, receiver=receiver, line=line,
+            )  # fmt: skip
+            repo.publish(events.SUPERVISION_FAILED, account, data, now_us)
             conn.execute(
                 update(schema.dc09_account)
                 .where(DC09_ACCOUNT.account == dc09_account)
@@ -178,6 +196,11 @@ class Supervision:
             Router.restore_alarm(
                 repo, COMMUNICATION_FAILURE, alarm_id, raised_on or "", text, now_us
             )
+            data = events.supervision_data(
+                COMMUNICATION_FAILURE, raised_on or "", alarm_id,
+                dc09_account=dc09_account, receiver=receiver, line=line,
+            )  # fmt: skip
+            repo.publish(events.SUPERVISION_RESTORED, raised_on or "", data, now_us)
             conn.execute(
                 update(schema.dc09_account)
                 .where(DC09_ACCOUNT.account == dc09_account)

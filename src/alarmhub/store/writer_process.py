@@ -34,7 +34,7 @@ from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import station_zone
-from alarmhub.store import framing
+from alarmhub.store import events, framing
 from alarmhub.store.commit import (
     SignalInsert,
     Stored,
@@ -325,10 +325,13 @@ class WriterLoop:
 
     def _forget_keys(self) -> None:
         """Forget the keys whose window has passed (the DC-09 retry window, or
-        ``idempotency_hours`` for the tokens' keys): they can no longer match."""
+        ``idempotency_hours`` for the tokens' keys): they can no longer match; and the events
+        of the outbox older than ``events.KEEP_DAYS``."""
         try:
             with self._derived.transaction() as conn:
-                forget_keys(conn, now_us(), self._window_us, self._key_windows_us)
+                now = now_us()
+                forget_keys(conn, now, self._window_us, self._key_windows_us)
+                events.forget(conn, now)
         except Exception as exc:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 

@@ -48,6 +48,7 @@ event = Table(
     Column("account_number", String(9), nullable=False, server_default=""),
     Column("body", Text, nullable=False),
     Column("at_us", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
 )
 """The outbox: every event an integrator can hear of, written in the transaction of the change it
 reports (under the incident counter's lock, so event ids follow the order of the commits); its

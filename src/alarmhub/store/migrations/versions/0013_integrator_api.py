@@ -49,9 +49,12 @@ def upgrade() -> None:
         sa.Column("account_number", sa.String(9), nullable=False, server_default=""),
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("at_us", sa.BigInteger(), nullable=False),
+        sqlite_autoincrement=True,  # an id is never given twice, even after the newest is gone
     )
     op.create_index("ix_event_at", "event", ["at_us"])
     op.create_index("ix_event_account", "event", ["account_number", "event_id"])
+    # the newest event id forgotten: a stream resuming before it missed some
+    op.execute("INSERT INTO sequence (name, value) VALUES ('event_forgotten', 0)")
     op.create_table(
         "webhook_delivery",
         sa.Column("delivery_id", ID, primary_key=True, autoincrement=True),
@@ -81,5 +84,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM sequence WHERE name = 'event_forgotten'")
     for table in ("webhook_delivery", "event", "webhook", "api_key"):
         op.drop_table(table)
