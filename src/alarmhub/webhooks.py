@@ -2,10 +2,11 @@
 deliveries that are due, sends each (signed, Standard Webhooks) and records how it ended.
 
 It runs in the node's event loop, off the signal path: the store's work is short transactions in
-a thread, never held while a request is out; sending is httpx's asynchronous client with a
-bounded number of requests in flight (and fewer to any one webhook), each given
-:data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that hangs holds only its own
-slots. Several nodes share the work through leases on the deliveries they claim.
+a thread, never held while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1
+on kept-alive connections) with a bounded number of requests in flight (and fewer to any one
+webhook), each given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that
+hangs holds only its own slots. Several nodes share the work through leases on the deliveries
+they claim.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import socket
 import time
 from collections import Counter
 
-import httpx
+import h11
 from cryptography.fernet import Fernet
 from sqlalchemy.engine import Engine
 
@@ -29,6 +30,7 @@ from alarmhub.core import units, webhooks
 from alarmhub.core.events import event_id_text
 from alarmhub.store import webhooks as store
 from alarmhub.store.engine import write_transaction
+from alarmhub.webhook_http import WebhookHttp
 
 log = logging.getLogger("alarmhub.webhooks")
 POLL_SECONDS = 0.1
@@ -71,16 +73,11 @@ class WebhookWorker:
         self._done: list[store.Outcome] = []
         self._sends: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
-        self._client: httpx.AsyncClient | None = None
+        self._client: WebhookHttp | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._client = httpx.AsyncClient(
-            timeout=webhooks.ATTEMPT_SECONDS,
-            limits=httpx.Limits(max_connections=self._concurrency),
-            follow_redirects=False,
-            trust_env=False,
-        )
+        self._client = WebhookHttp(ANSWER_READ_BYTES, self._per_webhook)
         self._task = asyncio.create_task(self._run(), name="webhooks")
 
     async def stop(self) -> None:
@@ -89,7 +86,7 @@ class WebhookWorker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.close()
         try:
             await asyncio.wait_for(asyncio.to_thread(self._finish), STOP_SECONDS)
         except Exception as exc:  # the leases run out instead
@@ -177,17 +174,10 @@ class WebhookWorker:
                                 int(time.time()), body)  # fmt: skip
         try:
             async with asyncio.timeout(webhooks.ATTEMPT_SECONDS):
-                request = self._client.stream("POST", delivery.url, content=body, headers=sent)
-                async with request as answer:
-                    read = 0
-                    async for chunk in answer.aiter_raw():
-                        read += len(chunk)
-                        if read >= ANSWER_READ_BYTES:
-                            break
-                    return answer.status_code, None
+                return await self._client.post(delivery.url, list(sent.items()), body), None
         except TimeoutError:
             return None, f"no answer within {webhooks.ATTEMPT_SECONDS:g} s"
-        except httpx.HTTPError as exc:
+        except h11.ProtocolError as exc:
             return None, f"{type(exc).__name__}: {exc}"
         except OSError as exc:
             return None, f"{type(exc).__name__}: {exc}"
