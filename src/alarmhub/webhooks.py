@@ -38,10 +38,10 @@ CONCURRENCY = 64
 """Requests in flight at most, to every webhook together ..."""
 PER_WEBHOOK = 32
 """... and to any one webhook (a receiver that hangs holds these, no more)."""
-AHEAD = 4
+AHEAD = 16
 """Deliveries claimed ahead of the requests, in multiples of those limits: sending goes on
-while a turn of the store runs. A claim waits at most AHEAD attempts' time before its request,
-well within its lease."""
+while a turn of the store runs. A claim that waited behind a slow receiver's until its lease
+would run out before its attempt ends is not sent (it is claimed again later)."""
 LEASE_SECONDS = 60.0
 ANSWER_READ_BYTES = 64 * 1024
 STOP_SECONDS = 5.0
@@ -148,7 +148,11 @@ class WebhookWorker:
 
     async def _send(self, delivery: store.Claimed) -> None:
         try:
-            status, error = await self._attempt(delivery)
+            attempted = await self._attempt(delivery)
+            if attempted is None:  # its lease ran out while it waited: another node may hold it
+                self._in_flight.pop(delivery.delivery_id, None)
+                return
+            status, error = attempted
         except asyncio.CancelledError:  # the node stops: the claim is released, not recorded
             self._in_flight.pop(delivery.delivery_id, None)
             raise
@@ -158,11 +162,16 @@ class WebhookWorker:
         self._in_flight.pop(delivery.delivery_id, None)
         self._wake.set()
 
-    async def _attempt(self, delivery: store.Claimed) -> tuple[int | None, str | None]:
+    async def _attempt(self, delivery: store.Claimed) -> tuple[int | None, str | None] | None:
+        """How the attempt ended; None when it was not made: the claim's lease would run out
+        before the attempt could end (claims wait their turn behind a slow receiver's), so it
+        is left to be claimed again, never sent twice at once."""
         hook = self._webhook_slots.get(delivery.webhook_id)
         if hook is None:
             hook = self._webhook_slots[delivery.webhook_id] = asyncio.Semaphore(self._per_webhook)
         async with hook, self._slots:
+            if now_us() + units.seconds_us(webhooks.ATTEMPT_SECONDS) >= delivery.lease_until_us:
+                return None
             return await self._request(delivery)
 
     async def _request(self, delivery: store.Claimed) -> tuple[int | None, str | None]:

@@ -219,6 +219,7 @@ class Claimed:
     event_id: int
     body: bytes
     attempts: int
+    lease_until_us: int  # after this another node may claim it: not to be sent any more
 
 
 def _claimable(now_us: int) -> Any:
@@ -281,15 +282,17 @@ def claim(
         .where(DELIVERY.delivery_id.in_(ids))
         .order_by(DELIVERY.event_id)
     ).all()
+    secrets = {r.webhook_id: _secret(key, r.secret_encrypted) for r in rows}  # once a webhook
     return [
         Claimed(
             r.delivery_id,
             r.webhook_id,
             r.url,
-            _secret(key, r.secret_encrypted),
+            secrets[r.webhook_id],
             r.event_id,
             r.body.encode("utf-8"),
             r.attempts,
+            now_us + lease_us,
         )
         for r in rows
     ]
