@@ -5,7 +5,8 @@ functions the ``account`` commands use. Zones, users, contacts and call lists ar
 
 An account is ``{"account", "name", "street", "city", "state", "phone", "agencies": {"police",
 "fire", "medical"}, "permit", "test_interval", "has_duress_code"}``; ``test_interval`` is in
-hours (``null``: no periodic test expected), ``duress_code`` is written, never read.
+hours (``null``: no periodic test expected), ``duress_code`` is written, never read. A PUT may
+carry what a GET answered: ``account`` (the path's) and ``has_duress_code`` are read only.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ AGENCY_KINDS = tuple(kind.value for kind in AgencyKind)
 ACCOUNT_MEMBERS: dict[str, type | tuple[type, ...]] = {
     "name": str, "street": str, "city": str, "state": str, "phone": str, "agencies": dict,
     "permit": str, "test_interval": (int, float, type(None)), "duress_code": (str, type(None)),
+    "account": str, "has_duress_code": bool,  # read only: what a GET answered may be PUT back
 }  # fmt: skip
 SECONDS_PER_HOUR = 3600
 
@@ -97,6 +99,8 @@ async def put_account(request: Request, key: ApiKey, api: Api) -> Response:
     if problem:
         raise ApiProblem(INPUT, f"invalid account {number!r}: {problem}")
     body = await api.body(request, ACCOUNT_MEMBERS)
+    if body.get("account", number) != number:
+        raise ApiProblem(INPUT, "account must be the account of the path")
     if "name" not in body:
         raise ApiProblem(INPUT, "name is required")
     agencies = _agencies(body.get("agencies", {}))
