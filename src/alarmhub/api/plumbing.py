@@ -8,7 +8,6 @@ with the scope it needs; every refusal is an :class:`~alarmhub.api.problems.ApiP
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
@@ -28,6 +27,7 @@ from alarmhub.api.problems import AUTH, ETAG, INPUT, SCOPE, STORE, ApiProblem, p
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.errors import ActionRefused, ProvisioningError, StoreUnavailable
 from alarmhub.store import api_keys
+from alarmhub.store.engine import read_in_thread
 
 T = TypeVar("T")
 Handler = Callable[[Request, ApiKey], Awaitable[Response]]
@@ -106,11 +106,7 @@ class Api:
         self.zone = zone  # the station's: its local days (schedules, history's dates)
 
     async def read(self, work: Callable[[Connection], T]) -> T:
-        def run() -> T:
-            with self.engine.connect() as conn:
-                return work(conn)
-
-        return await asyncio.to_thread(run)
+        return await read_in_thread(self.engine, work)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
         """``work`` in one write transaction of the node's writer (after the incident lock,

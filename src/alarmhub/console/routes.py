@@ -10,7 +10,6 @@ nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import time
@@ -44,6 +43,7 @@ from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnava
 from alarmhub.core.operations import Operator, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
 from alarmhub.store import handling, operations, operators, queries, resolutions, sessions
+from alarmhub.store.engine import read_in_thread
 
 log = logging.getLogger("alarmhub.console")
 T = TypeVar("T")
@@ -135,11 +135,7 @@ class Console:
     # plumbing ---------------------------------------------------------------------------------
 
     async def read(self, work: Callable[[Connection], T]) -> T:
-        def run() -> T:
-            with self.engine.connect() as conn:
-                return work(conn)
-
-        return await asyncio.to_thread(run)
+        return await read_in_thread(self.engine, work)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
         return await self.writer.run(partial(operations.on_queues, work))

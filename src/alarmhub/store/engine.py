@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import Engine
@@ -15,6 +16,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.store import sqlite
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -55,6 +58,16 @@ def driver_url(url: str) -> str:
         if url.startswith(plain):
             return "postgresql+psycopg://" + url[len(plain) :]
     return url
+
+
+async def read_in_thread(engine: Engine, work: Callable[[Connection], T]) -> T:
+    """``work`` on a connection of ``engine``, in a thread (the event loop goes on meanwhile)."""
+
+    def run() -> T:
+        with engine.connect() as conn:
+            return work(conn)
+
+    return await asyncio.to_thread(run)
 
 
 def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:
