@@ -593,6 +593,10 @@
   }
 
   function hideForms() {
+    // the field that had the focus goes with its form: keys are the console's again at once
+    // (the browser would move the focus off a hidden field only at its next rendering)
+    const focused = document.activeElement;
+    if (focused && focused.closest && focused.closest("form")) focused.blur();
     for (const name of FORMS) $(`#form-${name}`).hidden = true;
     showError("");
   }
