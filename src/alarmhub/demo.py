@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from alarmhub import example_data
 from alarmhub.clock import now_us
 from alarmhub.core.response import Agency, AgencyKind
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import operator_access, operators, provisioning, response
 from alarmhub.store import schema as s
 
@@ -66,12 +67,12 @@ def passcodes(engine: Engine) -> tuple[str, str, str]:
     """Give the first contact of the "try it" account's PRIMARY list a passcode, and the
     account a duress code, both random, so that the passcode check can be tried; the contact's
     name, the passcode and the duress code."""
-    contacts = response.list_contacts(engine, TRY_ACCOUNT)
+    contacts = contact_store.list_contacts(engine, TRY_ACCOUNT)
     first = next(c for c in contacts if {"name": "PRIMARY", "order": 1} in c["lists"])
     passcode, duress = (f"{secrets.randbelow(10_000):04d}" for _ in range(2))
     while duress == passcode:
         duress = f"{secrets.randbelow(10_000):04d}"
-    response.update_contact(
+    contact_store.update_contact(
         engine, TRY_ACCOUNT, first["id"], {}, passcode_hash=response.hash_passcode(passcode)
     )
     response.set_account_response(

@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 
 from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import plans
 from alarmhub.store import response as data
 from tests.support.browser import shot, sign_in_not_receiving, watch_problems
@@ -39,8 +40,8 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     data.add_agency(engine, Agency("SPD", AgencyKind.POLICE, "Springfield Police", "555-0911"))
     for n in (FOLLOWED, REFUSED):
         account = f"70{n:04d}"
-        data.add_contact(engine, Contact(account, "Alice Owner", (Phone("555-0101"),)))
-        data.add_contact(engine, Contact(account, "Bob Keyholder", (Phone("555-0201"),)))
+        contact_store.add_contact(engine, Contact(account, "Alice Owner", (Phone("555-0101"),)))
+        contact_store.add_contact(engine, Contact(account, "Bob Keyholder", (Phone("555-0201"),)))
         data.set_account_response(engine, account, {"police": "SPD"}, phone=PREMISES)
     steps = [
         Step(StepKind.CALL_LIST, required=True),

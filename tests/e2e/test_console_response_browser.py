@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone, PhoneKind, Zone
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import operators
 from alarmhub.store import response as data
 from tests.support.browser import SHOTS, shot, sign_in_not_receiving, watch_problems
@@ -41,7 +42,7 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
     for name, relation, phones in CONTACTS:
         contact = Contact(ACCOUNT, name, phones, relation=relation)
         hashed = data.hash_passcode(PASSCODE) if name.startswith("Alice") else None
-        data.add_contact(engine, contact, passcode_hash=hashed)
+        contact_store.add_contact(engine, contact, passcode_hash=hashed)
     data.set_zone(engine, Zone(ACCOUNT, "021", "BACK DOOR", equipment="door contact"))
     data.add_agency(engine, Agency("SPD", AgencyKind.POLICE, "Springfield Police", "555-0911"))
     data.add_agency(engine, Agency("SFD", AgencyKind.FIRE, "Springfield Fire", "555-0912"))

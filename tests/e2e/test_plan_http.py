@@ -18,6 +18,7 @@ import pytest
 from alarmhub.core.account import Account
 from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import Agency, AgencyKind, Contact, Phone
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import operators, plans, provisioning, queries, response
 from alarmhub.store.engine import open_engine
 from tests.support.console_client import PASSWORD, Console
@@ -63,8 +64,8 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
     response.add_agency(engine, Agency("FD", AgencyKind.FIRE, "Fire", "555-0912"))
     for number in (HOME, OFFICE):
         provisioning.add_account(engine, Account(number, f"Subscriber {number}"))
-        response.add_contact(engine, Contact(number, "Ann Able", (Phone("555-0101"),)))
-        response.add_contact(engine, Contact(number, "Bob Baker", (Phone("555-0102"),)))
+        contact_store.add_contact(engine, Contact(number, "Ann Able", (Phone("555-0101"),)))
+        contact_store.add_contact(engine, Contact(number, "Bob Baker", (Phone("555-0102"),)))
         agencies = {"police": "PD", "fire": "FD"}
         response.set_account_response(engine, number, agencies, phone=PREMISES)
     with running(Hub, data_dir, token, engine, DNIS, (API_USER, API_PASSWORD)) as hub:

@@ -19,6 +19,7 @@ from sqlalchemy import String, func, select
 
 from alarmhub.core.account import Account
 from alarmhub.core.response import Agency, AgencyKind, Contact, PanelUser, Phone, Zone
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import operators, provisioning, queries, response
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine
@@ -66,18 +67,18 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
     response.set_zone(engine, Zone(SCHOOL, "15", "GYM DOOR", area="2"))
     response.set_zone(engine, Zone(SCHOOL, "4", "KITCHEN SMOKE"))
     response.set_user(engine, PanelUser(SCHOOL, "2", "JOHN SMITH"))
-    fire = response.placement("FIRE")
+    fire = contact_store.placement("FIRE")
     contacts = {
-        "ann": response.add_contact(
+        "ann": contact_store.add_contact(
             engine,
             Contact(SCHOOL, "Ann Able", (Phone("555-0101"),), relation="owner"),
-            [response.placement("PRIMARY"), fire],
+            [contact_store.placement("PRIMARY"), fire],
             response.hash_passcode(PASSCODE),
         ),
-        "bob": response.add_contact(
+        "bob": contact_store.add_contact(
             engine, Contact(SCHOOL, "Bob Baker", (Phone("555-0102"), Phone("555-0103")))
         ),
-        "cy": response.add_contact(engine, Contact(SHOP, "Cy Clerk", (Phone("555-0201"),))),
+        "cy": contact_store.add_contact(engine, Contact(SHOP, "Cy Clerk", (Phone("555-0201"),))),
     }
     response.add_agency(engine, Agency("OAKPD", AgencyKind.POLICE, "Oak Police", "555-0911"))
     response.set_account_response(
@@ -141,10 +142,10 @@ def test_contact_list_names_the_call_list_of_the_alarm_type_when_the_account_has
 def test_contact_list_follows_a_change_of_the_account_s_lists(hub: Hub) -> None:
     incident = hub.post(SHOP, "E130", "2")
     assert hub.pending_record(incident)["CONTACT_LIST"] == "PRIMARY"
-    response.update_contact(hub.engine, SHOP, hub.contacts["cy"], {}, off_lists=["PRIMARY"])
+    contact_store.update_contact(hub.engine, SHOP, hub.contacts["cy"], {}, off_lists=["PRIMARY"])
     assert "CONTACT_LIST" not in hub.pending_record(incident)
-    response.update_contact(
-        hub.engine, SHOP, hub.contacts["cy"], {}, [response.placement("PRIMARY")]
+    contact_store.update_contact(
+        hub.engine, SHOP, hub.contacts["cy"], {}, [contact_store.placement("PRIMARY")]
     )
     assert hub.pending_record(incident)["CONTACT_LIST"] == "PRIMARY"
 

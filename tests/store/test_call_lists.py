@@ -13,7 +13,8 @@ from sqlalchemy.engine import Engine
 from alarmhub.core.account import Account
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import CallOutcome, Contact, Phone
-from alarmhub.store import alarm_response, provisioning, response
+from alarmhub.store import alarm_response, provisioning
+from alarmhub.store import contacts as contact_store
 from alarmhub.store.engine import open_engine, write_transaction
 from tests.support.database import database_url
 
@@ -28,8 +29,8 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def add(engine: Engine, name: str, *places: response.Placement) -> int:
-    return response.add_contact(engine, Contact(ACCOUNT, name, (Phone("555-0100"),)), places)
+def add(engine: Engine, name: str, *places: contact_store.Placement) -> int:
+    return contact_store.add_contact(engine, Contact(ACCOUNT, name, (Phone("555-0100"),)), places)
 
 
 def primary(engine: Engine) -> list[tuple[str, int]]:
@@ -42,19 +43,19 @@ def test_a_place_taken_moves_the_others_down_and_the_list_stays_numbered(
 ) -> None:
     ann = add(engine, "Ann")
     add(engine, "Bob")
-    add(engine, "Cy", response.placement("primary", 1))
+    add(engine, "Cy", contact_store.placement("primary", 1))
     assert primary(engine) == [("Cy", 1), ("Ann", 2), ("Bob", 3)]
-    response.update_contact(engine, ACCOUNT, ann, {}, [response.placement("PRIMARY", 99)])
+    contact_store.update_contact(engine, ACCOUNT, ann, {}, [contact_store.placement("PRIMARY", 99)])
     assert primary(engine) == [("Cy", 1), ("Bob", 2), ("Ann", 3)]
 
 
 def test_leaving_a_list_or_being_removed_moves_the_others_up(engine: Engine) -> None:
     ann = add(engine, "Ann")
-    bob = add(engine, "Bob", response.placement("PRIMARY"), response.placement("FIRE"))
+    bob = add(engine, "Bob", contact_store.placement("PRIMARY"), contact_store.placement("FIRE"))
     add(engine, "Cy")
-    response.update_contact(engine, ACCOUNT, ann, {}, off_lists=["primary"])
+    contact_store.update_contact(engine, ACCOUNT, ann, {}, off_lists=["primary"])
     assert primary(engine) == [("Bob", 1), ("Cy", 2)]
-    response.remove_contact(engine, ACCOUNT, bob)
+    contact_store.remove_contact(engine, ACCOUNT, bob)
     assert primary(engine) == [("Cy", 1)]
     with engine.connect() as conn:
         assert alarm_response.call_list(conn, ACCOUNT, "FIRE") == []
@@ -67,8 +68,8 @@ def test_a_contact_s_name_is_its_own_within_the_account(engine: Engine) -> None:
     with pytest.raises(ProvisioningError, match="already has a contact named 'Ann'"):
         add(engine, "Ann")
     with pytest.raises(ProvisioningError, match="already has a contact named 'Ann'"):
-        response.update_contact(engine, ACCOUNT, bob, {"name": "Ann"})
-    assert response.update_contact(engine, ACCOUNT, bob, {"name": "Bob B"})["name"] == "Bob B"
+        contact_store.update_contact(engine, ACCOUNT, bob, {"name": "Ann"})
+    assert contact_store.update_contact(engine, ACCOUNT, bob, {"name": "Bob B"})["name"] == "Bob B"
 
 
 def test_the_alarm_screen_marks_the_calls_and_the_next_contact(engine: Engine) -> None:

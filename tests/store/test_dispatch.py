@@ -19,6 +19,7 @@ from alarmhub.core.plans import Step, StepKind
 from alarmhub.core.response import CallOutcome, Contact, Phone
 from alarmhub.core.router import RoutePath
 from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import dispatch, handling, operations, operators, plans, provisioning, queries
 from alarmhub.store import response as data
 from alarmhub.store import schema as s
@@ -38,7 +39,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     provisioning.add_dnis(engine, DNIS, "70####")
     provisioning.add_account(engine, Account(ACCOUNT, "Acme Widgets"))
     data.set_account_response(engine, ACCOUNT, {}, phone=PREMISES)
-    data.add_contact(engine, Contact(ACCOUNT, "Ann", (Phone("555-0101"),)))
+    contact_store.add_contact(engine, Contact(ACCOUNT, "Ann", (Phone("555-0101"),)))
     operators.add_operator(engine, "001", "Ann", "operator", "correct horse")
     with write_transaction(engine) as conn:
         handling.sign_on(conn, "001", T0, receiving=False)
@@ -144,7 +145,7 @@ def test_a_resolution_waits_for_its_dispatch_then_for_the_required_steps(engine:
     steps = refused(engine, resolve("FA"))
     assert (steps.code, steps.status) == ("OPS-STEPS", 409)
     assert steps.message == "required steps of the plan are not done: 2. call the call list"
-    (ann,) = [c["id"] for c in data.list_contacts(engine, ACCOUNT)]
+    (ann,) = [c["id"] for c in contact_store.list_contacts(engine, ACCOUNT)]
     call(engine, alarm_id, "555-0101", CallOutcome.ANSWERED, ann)
     act(engine, resolve("FA"))
     with engine.connect() as conn:

@@ -22,6 +22,7 @@ from alarmhub.clock import now_us
 from alarmhub.core import response as rules
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.store import api_audit, response
+from alarmhub.store import contacts as contact_store
 
 READ, WRITE = "accounts:read", "accounts:write"
 NULLABLE_TEXT = (str, type(None))
@@ -217,7 +218,7 @@ def _passcode_hash(body: dict[str, Any]) -> str | None:
 
 def _find_contact(account: str, contact_id: int) -> Find:
     def find(conn: Connection) -> dict[str, Any] | None:
-        rows = response.contacts_of(conn, account, contact_id)
+        rows = contact_store.contacts_of(conn, account, contact_id)
         return rows[0] if rows else None
 
     return find
@@ -225,7 +226,7 @@ def _find_contact(account: str, contact_id: int) -> Find:
 
 async def list_contacts(request: Request, key: ApiKey, api: Api) -> Response:
     account = request.path_params["account"]
-    return await _items(api, key, account, lambda c: response.contacts_of(c, account))
+    return await _items(api, key, account, lambda c: contact_store.contacts_of(c, account))
 
 
 async def get_contact(request: Request, key: ApiKey, api: Api) -> Response:
@@ -242,7 +243,7 @@ async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
     lists = body.get("lists", [])
     if not all(isinstance(name, str) for name in lists):
         raise ApiProblem(INPUT, "lists holds call list names")
-    places = [response.placement(name) for name in lists]
+    places = [contact_store.placement(name) for name in lists]
     contact = rules.Contact(
         account, body["name"], _phones(body.get("phones", [])), body.get("email", ""),
         body.get("relation", ""), body.get("notes", ""),
@@ -251,9 +252,9 @@ async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
 
     def work(conn: Connection) -> dict[str, Any]:
         visible_account(conn, key, account)
-        contact_id = response.add_contact_in(conn, contact, places, passcode_hash)
+        contact_id = contact_store.add_contact_in(conn, contact, places, passcode_hash)
         _audit(conn, key, f"POST CONTACT {contact_id}", account)
-        return response.contacts_of(conn, account, contact_id)[0]
+        return contact_store.contacts_of(conn, account, contact_id)[0]
 
     item = await api.write(work)
     answer = json_response(item, 201, etag_of(item))
@@ -279,7 +280,7 @@ async def patch_contact(request: Request, key: ApiKey, api: Api) -> Response:
         if before is None:
             raise not_found(f"account {account!r} has no contact {contact_id}")
         check_if_match(request, etag_of(before))
-        item = response.update_contact_in(
+        item = contact_store.update_contact_in(
             conn, account, contact_id, changes, passcode_hash=passcode_hash, clear_passcode=clear
         )
         _audit(conn, key, f"PATCH CONTACT {contact_id}", account)
@@ -299,7 +300,7 @@ async def delete_contact(request: Request, key: ApiKey, api: Api) -> Response:
         if before is None:
             raise not_found(f"account {account!r} has no contact {contact_id}")
         check_if_match(request, etag_of(before))
-        response.remove_contact_in(conn, account, contact_id)
+        contact_store.remove_contact_in(conn, account, contact_id)
         _audit(conn, key, f"DELETE CONTACT {contact_id}", account)
 
     await api.write(work)
@@ -317,14 +318,14 @@ async def list_call_lists(request: Request, key: ApiKey, api: Api) -> Response:
     account = request.path_params["account"]
 
     def read(conn: Connection) -> list[dict[str, Any]]:
-        return [_call_list(n, c) for n, c in response.call_lists(conn, account).items()]
+        return [_call_list(n, c) for n, c in contact_store.call_lists(conn, account).items()]
 
     return await _items(api, key, account, read)
 
 
 async def put_call_list(request: Request, key: ApiKey, api: Api) -> Response:
     account = request.path_params["account"]
-    name = response.placement(request.path_params["name"]).list_name
+    name = contact_store.placement(request.path_params["name"]).list_name
     body = await api.body(request, {"contacts": list})
     contacts = body.get("contacts")
     if contacts is None:
@@ -334,9 +335,9 @@ async def put_call_list(request: Request, key: ApiKey, api: Api) -> Response:
 
     def work(conn: Connection) -> tuple[bool, dict[str, Any]]:
         visible_account(conn, key, account)
-        before = response.call_lists(conn, account).get(name)
+        before = contact_store.call_lists(conn, account).get(name)
         check_if_match(request, etag_of(_call_list(name, before)) if before else None)
-        kept = response.set_call_list_in(conn, account, name, contacts)
+        kept = contact_store.set_call_list_in(conn, account, name, contacts)
         _audit(conn, key, f"PUT CALL LIST {name}", account)
         return not before, _call_list(name, kept)
 

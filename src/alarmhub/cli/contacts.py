@@ -31,7 +31,7 @@ from alarmhub.core import response as rules
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from alarmhub.store.response import Placement
+    from alarmhub.store.contacts import Placement
 
 
 def phones_of(given: tuple[str, ...]) -> tuple[rules.Phone, ...]:
@@ -48,7 +48,7 @@ def phones_of(given: tuple[str, ...]) -> tuple[rules.Phone, ...]:
 
 def placements(lists: tuple[str, ...], order: int | None) -> list[Placement]:
     """The call list places of ``--list NAME[:ORDER]`` options and ``--order``."""
-    from alarmhub.store.response import placement
+    from alarmhub.store.contacts import placement
 
     if order is not None and len(lists) > 1:
         raise CommandError("--order goes with one --list; give several as --list NAME:ORDER")
@@ -117,9 +117,11 @@ contact_group.add_command(import_command("contact"))
 
 
 def _shown(engine: Any, account_number: str, contact_id: int) -> dict[str, Any]:
-    from alarmhub.store import response
+    from alarmhub.store import contacts as contact_store
 
-    return next(c for c in response.list_contacts(engine, account_number) if c["id"] == contact_id)
+    return next(
+        c for c in contact_store.list_contacts(engine, account_number) if c["id"] == contact_id
+    )
 
 
 @contact_group.command("add")
@@ -143,14 +145,14 @@ def contact_add(
     as_json: bool,
 ) -> None:
     """Add a contact of ACCOUNT, on the call lists named (none: last on PRIMARY)."""
-    from alarmhub.store import response
+    from alarmhub.store import contacts as contact_store
 
     contact = rules.Contact(
         account_number, name, phones_of(phones), email or "", relation or "", notes or ""
     )
     places = placements(lists, order)
     engine = open_store(data_dir)
-    contact_id = response.add_contact(engine, contact, places, _passcode_hash(passcode))
+    contact_id = contact_store.add_contact(engine, contact, places, _passcode_hash(passcode))
     emit(
         as_json,
         _shown(engine, account_number, contact_id),
@@ -186,7 +188,7 @@ def contact_update(
 ) -> None:
     """Change contact CONTACT_ID of ACCOUNT: what is named changes, the rest stays. --phone
     replaces every number; --list places the contact (or moves it on a list it is on)."""
-    from alarmhub.store import response
+    from alarmhub.store import contacts as contact_store
 
     if passcode is not None and clear_passcode:
         raise CommandError("give --passcode or --clear-passcode, not both")
@@ -202,7 +204,7 @@ def contact_update(
     }
     if phones:
         changes["phones"] = phones_of(phones)
-    row = response.update_contact(
+    row = contact_store.update_contact(
         open_store(data_dir),
         account_number,
         contact_id,
@@ -225,9 +227,9 @@ def contact_remove(
     account_number: str, contact_id: int, data_dir: Path | None, as_json: bool
 ) -> None:
     """Remove contact CONTACT_ID of ACCOUNT (and take it off every call list)."""
-    from alarmhub.store import response
+    from alarmhub.store import contacts as contact_store
 
-    response.remove_contact(open_store(data_dir), account_number, contact_id)
+    contact_store.remove_contact(open_store(data_dir), account_number, contact_id)
     emit(
         as_json,
         {"account_number": account_number, "id": contact_id, "removed": True},
@@ -242,9 +244,9 @@ def contact_remove(
 @provisioning_errors
 def contact_list(account_number: str, data_dir: Path | None, as_json: bool) -> None:
     """List the contacts of ACCOUNT with their numbers and call lists (never passcodes)."""
-    from alarmhub.store import response
+    from alarmhub.store import contacts as contact_store
 
-    rows = response.list_contacts(open_store(data_dir), account_number)
+    rows = contact_store.list_contacts(open_store(data_dir), account_number)
     shown = [
         {
             **row,

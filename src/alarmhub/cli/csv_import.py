@@ -155,7 +155,7 @@ def order_of(text: str) -> int:
 
 
 def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any]:
-    from alarmhub.store.response import placement
+    from alarmhub.store.contacts import placement
 
     phones = []
     for number, kind in PHONE_FIELDS:

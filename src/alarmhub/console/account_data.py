@@ -35,6 +35,7 @@ from alarmhub.core.account import account_number_problem
 from alarmhub.core.errors import ActionRefused, BadInput, ProvisioningError
 from alarmhub.core.operations import Role
 from alarmhub.core.response import Contact, PanelUser, Phone, Zone
+from alarmhub.store import contacts as contact_store
 from alarmhub.store import response, schema
 from alarmhub.store.alarm_response import AGENCY_KINDS, account_response
 
@@ -106,7 +107,7 @@ class AccountData:
             if row is None:
                 raise ActionRefused("CONSOLE-NOACCOUNT", f"no account {number!r}", 404)
             assigned = account_response(conn, number)
-        contacts = response.list_contacts(self.engine, number)
+        contacts = contact_store.list_contacts(self.engine, number)
         facts = dict(row._mapping)
         return {
             **{name: facts[name] for name in ACCOUNT_FIELDS},
@@ -174,7 +175,7 @@ class AccountData:
             )
             lists = _placements(fields.get("lists", []))
             hashed = _hashed(fields.get("passcode", ""))
-            response.add_contact(self.engine, contact, lists, hashed)
+            contact_store.add_contact(self.engine, contact, lists, hashed)
 
         await self._store(add)
         return await self._answer(number)
@@ -201,7 +202,7 @@ class AccountData:
             off = fields.get("off_lists", [])
             if not all(isinstance(name, str) for name in off):
                 raise BadInput("field 'off_lists' must be an array of call list names")
-            response.update_contact(
+            contact_store.update_contact(
                 self.engine,
                 number,
                 contact_id,
@@ -218,7 +219,7 @@ class AccountData:
     async def remove_contact(self, request: Request, session: Session) -> dict[str, Any]:
         number, _ = await self._change(request, session, {})
         contact_id = _contact_id(request.path_params["contact_id"])
-        await self._store(partial(response.remove_contact, self.engine, number, contact_id))
+        await self._store(partial(contact_store.remove_contact, self.engine, number, contact_id))
         return await self._answer(number)
 
     async def set_response(self, request: Request, session: Session) -> dict[str, Any]:
@@ -282,7 +283,7 @@ def _phones(given: list[Any]) -> tuple[Phone, ...]:
     return tuple(phones)
 
 
-def _placements(given: list[Any]) -> list[response.Placement]:
+def _placements(given: list[Any]) -> list[contact_store.Placement]:
     """The call lists of a body: ``[{"name": "PRIMARY", "order": 1}]`` (order optional)."""
     placed = []
     for item in given:
@@ -294,7 +295,7 @@ def _placements(given: list[Any]) -> list[response.Placement]:
             or isinstance(item.get("order"), bool)
         ):
             raise BadInput('each call list must be {"name": "PRIMARY", "order": 1}')
-        placed.append(response.placement(item["name"], item.get("order")))
+        placed.append(contact_store.placement(item["name"], item.get("order")))
     return placed
 
 

@@ -1,6 +1,6 @@
-"""An account's response data in the store (decisions section 7): zones, panel users, contacts
-and their call lists, agencies, the account's permit and duress code; what routing, the console
-and XMAPEND read of it; and the calls operators made.
+"""An account's response data in the store (decisions section 7): zones, panel users, agencies,
+the account's permit and duress code; what routing, the console and XMAPEND read of it. Contacts
+and their call lists are :mod:`alarmhub.store.contacts`.
 
 Every change bumps the ``response`` revision, so the answers cached per state (XMAPEND) see it.
 Passcodes arrive here already hashed (Argon2): the store never sees one.
@@ -8,26 +8,21 @@ Passcodes arrive here already hashed (Argon2): the store never sees one.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, insert, select, update
+from sqlalchemy import Connection, Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import response as rules
 from alarmhub.core.errors import ProvisioningError
-from alarmhub.core.response import Agency, Contact, PanelUser, Phone, Zone
+from alarmhub.core.response import Agency, PanelUser, Zone
 from alarmhub.store import alarm_response, schema
 from alarmhub.store.alarm_response import (
     ACCOUNT,
     AGENCY,
-    CONTACT,
-    ENTRY,
-    PHONE_COLUMNS,
     RESPONSE,
     USER,
     ZONE,
@@ -72,18 +67,18 @@ def known_accounts(conn: Connection, numbers: Iterable[str]) -> set[str]:
     return found
 
 
-def _need_account(conn: Connection, number: str) -> None:
+def need_account(conn: Connection, number: str) -> None:
     if not known_accounts(conn, [number]):
         raise ProvisioningError(f"no account {number!r}")
 
 
 def hash_passcode(passcode: str) -> str:
     """The Argon2 hash of a passcode or duress code, the only form the store keeps."""
-    _checked(rules.passcode_problem(passcode))
+    checked(rules.passcode_problem(passcode))
     return HASHER.hash(passcode)
 
 
-def _checked(problem: str | None) -> None:
+def checked(problem: str | None) -> None:
     if problem:
         raise ProvisioningError(problem)
 
@@ -108,7 +103,7 @@ def set_zone(engine: Engine, zone: Zone) -> dict[str, str]:
 
 def set_zone_in(conn: Connection, zone: Zone) -> dict[str, str]:
     """Add or change what a zone is (in one area, or with no area in every area)."""
-    _checked(rules.zone_problem(zone))
+    checked(rules.zone_problem(zone))
     return _set_row(conn, schema.account_zone, ZONE_KEY, zone_values(zone))
 
 
@@ -116,7 +111,7 @@ def _set_row(
     conn: Connection, table: Table, keys: list[str], values: dict[str, str]
 ) -> dict[str, str]:
     """Add or change one row of an account's data, keyed by ``keys``."""
-    _need_account(conn, values["account_number"])
+    need_account(conn, values["account_number"])
     upsert(conn, table, [values], keys)
     bump_revision(conn, RESPONSE)
     return values
@@ -128,7 +123,7 @@ def list_zones(engine: Engine, account_number: str) -> list[dict[str, str]]:
 
 
 def zones_of(conn: Connection, account_number: str) -> list[dict[str, str]]:
-    _need_account(conn, account_number)
+    need_account(conn, account_number)
     rows = conn.execute(
         select(ZONE.zone, ZONE.area, ZONE.description, ZONE.equipment)
         .where(ZONE.account_number == account_number)
@@ -143,7 +138,7 @@ def remove_zone(engine: Engine, account_number: str, zone: str, area: str = "") 
 
 
 def remove_zone_in(conn: Connection, account_number: str, zone: str, area: str = "") -> None:
-    _checked(rules.number_problem(zone) or rules.area_problem(area))
+    checked(rules.number_problem(zone) or rules.area_problem(area))
     gone = conn.execute(
         delete(schema.account_zone).where(
             ZONE.account_number == account_number,
@@ -171,7 +166,7 @@ def set_user(engine: Engine, user: PanelUser) -> dict[str, str]:
 
 
 def set_user_in(conn: Connection, user: PanelUser) -> dict[str, str]:
-    _checked(rules.user_problem(user))
+    checked(rules.user_problem(user))
     return _set_row(conn, schema.account_user, USER_KEY, user_values(user))
 
 
@@ -181,7 +176,7 @@ def list_users(engine: Engine, account_number: str) -> list[dict[str, str]]:
 
 
 def users_of(conn: Connection, account_number: str) -> list[dict[str, str]]:
-    _need_account(conn, account_number)
+    need_account(conn, account_number)
     rows = conn.execute(
         select(USER.user_number.label("user"), USER.name)
         .where(USER.account_number == account_number)
@@ -196,7 +191,7 @@ def remove_user(engine: Engine, account_number: str, user: str) -> None:
 
 
 def remove_user_in(conn: Connection, account_number: str, user: str) -> None:
-    _checked(rules.number_problem(user, "user"))
+    checked(rules.number_problem(user, "user"))
     gone = conn.execute(
         delete(schema.account_user).where(
             USER.account_number == account_number,
@@ -208,293 +203,12 @@ def remove_user_in(conn: Connection, account_number: str, user: str) -> None:
     bump_revision(conn, RESPONSE)
 
 
-# contacts and call lists --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """A place on a call list: ``order`` 1 is called first; None puts it last."""
-
-    list_name: str
-    order: int | None = None
-
-
-def placement(list_name: str, order: int | None = None) -> Placement:
-    """A checked placement, its list name as kept (upper case)."""
-    name = rules.call_list_name(list_name)
-    _checked(rules.call_list_problem(name))
-    if order is not None and not 1 <= order <= 999:
-        raise ProvisioningError("a call list order is 1-999")
-    return Placement(name, order)
-
-
-def contact_values(contact: Contact) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "account_number": contact.account_number,
-        "name": contact.name.strip(),
-        "email": contact.email.strip(),
-        "relation": contact.relation.strip(),
-        "notes": contact.notes.strip(),
-    }
-    for n, (number, kind) in enumerate(PHONE_COLUMNS):
-        phone = contact.phones[n] if n < len(contact.phones) else None
-        values[number] = phone.number.strip() if phone else ""
-        values[kind] = phone.kind.value if phone else ""
-    return values
-
-
-def _list_of(conn: Connection, account: str, list_name: str) -> list[int]:
-    """The contacts of a call list in calling order."""
-    return [
-        int(contact_id)
-        for contact_id in conn.execute(
-            select(ENTRY.contact_id)
-            .where(ENTRY.account_number == account, ENTRY.list_name == list_name)
-            .order_by(ENTRY.position, ENTRY.contact_id)
-        ).scalars()
-    ]
-
-
-def _write_list(conn: Connection, account: str, list_name: str, contacts: list[int]) -> None:
-    """Keep a call list as ``contacts``, numbered 1, 2, 3... in that order."""
-    conn.execute(
-        delete(schema.call_list_entry).where(
-            ENTRY.account_number == account, ENTRY.list_name == list_name
-        )
-    )
-    if contacts:
-        conn.execute(
-            insert(schema.call_list_entry),
-            [
-                {
-                    "account_number": account,
-                    "list_name": list_name,
-                    "contact_id": contact_id,
-                    "position": position,
-                }
-                for position, contact_id in enumerate(contacts, start=1)
-            ],
-        )
-
-
-def _place(conn: Connection, account: str, contact_id: int, where: Placement) -> None:
-    """Put a contact on a call list at its order (last when none): those from that order on
-    move down one."""
-    contacts = [c for c in _list_of(conn, account, where.list_name) if c != contact_id]
-    at = len(contacts) if where.order is None else min(where.order - 1, len(contacts))
-    contacts.insert(at, contact_id)
-    _write_list(conn, account, where.list_name, contacts)
-
-
-def _take_off(conn: Connection, account: str, contact_id: int, list_names: Iterable[str]) -> None:
-    """Take a contact off call lists; those after it move up one."""
-    for name in list_names:
-        contacts = _list_of(conn, account, name)
-        if contact_id in contacts:
-            contacts.remove(contact_id)
-            _write_list(conn, account, name, contacts)
-
-
-def _name_free(conn: Connection, account: str, name: str, but: int | None = None) -> None:
-    """Refuse a contact name the account already gives another contact (``but`` excepted)."""
-    taken = select(CONTACT.contact_id).where(
-        CONTACT.account_number == account, CONTACT.name == name
-    )
-    if but is not None:
-        taken = taken.where(CONTACT.contact_id != but)
-    if conn.execute(taken).first():
-        raise ProvisioningError(
-            f"account {account!r} already has a contact named {name!r}"
-            + ("" if but is not None else " (change it with 'contact update')")
-        )
-
-
-def add_contact(
-    engine: Engine,
-    contact: Contact,
-    lists: Sequence[Placement] = (),
-    passcode_hash: str | None = None,
-) -> int:
-    with write_transaction(engine) as conn:
-        return add_contact_in(conn, contact, lists, passcode_hash)
-
-
-def add_contact_in(
-    conn: Connection,
-    contact: Contact,
-    lists: Sequence[Placement] = (),
-    passcode_hash: str | None = None,
-) -> int:
-    """Add a contact of an account, on the call lists named (``PRIMARY`` when none is);
-    its id."""
-    _checked(rules.contact_problem(contact))
-    values = contact_values(contact)
-    _need_account(conn, contact.account_number)
-    _name_free(conn, contact.account_number, values["name"])
-    contact_id = conn.execute(
-        insert(schema.contact)
-        .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
-        .returning(CONTACT.contact_id)
-    ).scalar_one()
-    for where in lists or [Placement(rules.DEFAULT_CALL_LIST)]:
-        _place(conn, contact.account_number, contact_id, where)
-    bump_revision(conn, RESPONSE)
-    return int(contact_id)
-
-
-def update_contact(
-    engine: Engine,
-    account_number: str,
-    contact_id: int,
-    changes: Mapping[str, Any],
-    lists: Sequence[Placement] = (),
-    off_lists: Sequence[str] = (),
-    passcode_hash: str | None = None,
-    clear_passcode: bool = False,
-) -> dict[str, Any]:
-    with write_transaction(engine) as conn:
-        return update_contact_in(
-            conn, account_number, contact_id, changes, lists, off_lists, passcode_hash,
-            clear_passcode,
-        )  # fmt: skip
-
-
-def update_contact_in(
-    conn: Connection,
-    account_number: str,
-    contact_id: int,
-    changes: Mapping[str, Any],
-    lists: Sequence[Placement] = (),
-    off_lists: Sequence[str] = (),
-    passcode_hash: str | None = None,
-    clear_passcode: bool = False,
-) -> dict[str, Any]:
-    """Change a contact: ``changes`` holds the fields of :class:`Contact` to replace (``phones``
-    replaces every number); ``lists`` places it, ``off_lists`` takes it off lists."""
-    current = contacts_of(conn, account_number, contact_id)
-    if not current:
-        raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
-    row = current[0]
-    contact = Contact(
-        account_number=account_number,
-        name=changes.get("name", row["name"]),
-        phones=tuple(
-            changes["phones"]
-            if "phones" in changes
-            else (Phone(p["number"], rules.PhoneKind(p["kind"])) for p in row["phones"])
-        ),
-        email=changes.get("email", row["email"]),
-        relation=changes.get("relation", row["relation"]),
-        notes=changes.get("notes", row["notes"]),
-    )
-    _checked(rules.contact_problem(contact))
-    values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
-    if passcode_hash is not None or clear_passcode:
-        values["passcode_hash"] = passcode_hash
-    _name_free(conn, account_number, values["name"], contact_id)
-    conn.execute(update(schema.contact).where(CONTACT.contact_id == contact_id).values(values))
-    _take_off(conn, account_number, contact_id, [rules.call_list_name(n) for n in off_lists])
-    for where in lists:
-        _place(conn, account_number, contact_id, where)
-    bump_revision(conn, RESPONSE)
-    return contacts_of(conn, account_number, contact_id)[0]
-
-
-def remove_contact(engine: Engine, account_number: str, contact_id: int) -> None:
-    with write_transaction(engine) as conn:
-        remove_contact_in(conn, account_number, contact_id)
-
-
-def remove_contact_in(conn: Connection, account_number: str, contact_id: int) -> None:
-    on_lists = conn.execute(
-        select(ENTRY.list_name).where(
-            ENTRY.account_number == account_number, ENTRY.contact_id == contact_id
-        )
-    ).scalars()
-    _take_off(conn, account_number, contact_id, list(on_lists))
-    gone = conn.execute(
-        delete(schema.contact).where(
-            CONTACT.account_number == account_number, CONTACT.contact_id == contact_id
-        )
-    ).rowcount
-    if not gone:
-        raise ProvisioningError(f"account {account_number!r} has no contact {contact_id}")
-    bump_revision(conn, RESPONSE)
-
-
-def call_lists(conn: Connection, account_number: str) -> dict[str, list[int]]:
-    """An account's call lists: each list's contacts in calling order."""
-    _need_account(conn, account_number)
-    lists: dict[str, list[int]] = defaultdict(list)
-    for list_name, contact_id in conn.execute(
-        select(ENTRY.list_name, ENTRY.contact_id)
-        .where(ENTRY.account_number == account_number)
-        .order_by(ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
-    ):
-        lists[list_name].append(int(contact_id))
-    return dict(lists)
-
-
-def set_call_list_in(
-    conn: Connection, account_number: str, list_name: str, contacts: Sequence[int]
-) -> list[int]:
-    """Make a call list exactly ``contacts`` (the account's, each once) in that order."""
-    name = placement(list_name).list_name
-    _need_account(conn, account_number)
-    if len(set(contacts)) != len(contacts):
-        raise ProvisioningError("a contact is on a call list once")
-    theirs = {c["id"] for c in contacts_of(conn, account_number)}
-    strangers = [c for c in contacts if c not in theirs]
-    if strangers:
-        raise ProvisioningError(f"account {account_number!r} has no contact {strangers[0]}")
-    _write_list(conn, account_number, name, list(contacts))
-    bump_revision(conn, RESPONSE)
-    return list(contacts)
-
-
-def contacts_of(
-    conn: Connection, account_number: str, contact_id: int | None = None
-) -> list[dict[str, Any]]:
-    """An account's contacts (or one), each with its phones and call lists, never its
-    passcode: only whether it has one."""
-    query = select(schema.contact).where(CONTACT.account_number == account_number)
-    if contact_id is not None:
-        query = query.where(CONTACT.contact_id == contact_id)
-    rows = conn.execute(query.order_by(CONTACT.name, CONTACT.contact_id)).mappings().all()
-    lists: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for list_name, entry_contact, position in conn.execute(
-        select(ENTRY.list_name, ENTRY.contact_id, ENTRY.position)
-        .where(ENTRY.account_number == account_number)
-        .order_by(ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
-    ):
-        lists[int(entry_contact)].append({"name": list_name, "order": int(position)})
-    return [
-        {
-            "id": int(row["contact_id"]),
-            "name": row["name"],
-            "phones": alarm_response.phones(row),
-            "email": row["email"],
-            "relation": row["relation"],
-            "notes": row["notes"],
-            "has_passcode": row["passcode_hash"] is not None,
-            "lists": lists.get(int(row["contact_id"]), []),
-        }
-        for row in rows
-    ]
-
-
-def list_contacts(engine: Engine, account_number: str) -> list[dict[str, Any]]:
-    with engine.connect() as conn:
-        _need_account(conn, account_number)
-        return contacts_of(conn, account_number)
-
-
 # agencies, permit and duress code --------------------------------------------------------------
 
 
 def add_agency(engine: Engine, agency: Agency) -> dict[str, str]:
     """Add a dispatch point, or change the one with that code."""
-    _checked(rules.agency_problem(agency))
+    checked(rules.agency_problem(agency))
     values = {
         "code": agency.code,
         "kind": agency.kind.value,
@@ -544,7 +258,7 @@ def set_account_response_in(
     """Assign agencies (by kind: police, fire, medical; ``""`` unassigns), the permit, the
     duress code's hash and the premises phone (``""`` clears it) to an account."""
     values: dict[str, Any] = {}
-    _need_account(conn, account_number)
+    need_account(conn, account_number)
     for kind, code in agencies.items():
         if code is None:
             continue
@@ -555,15 +269,15 @@ def set_account_response_in(
                 if known
                 else None
             )
-            _checked(rules.assignment_problem(kind, code, found))
+            checked(rules.assignment_problem(kind, code, found))
         values[kind] = code or None
     if permit is not None:
-        _checked(rules.permit_problem(permit))
+        checked(rules.permit_problem(permit))
         values["permit"] = permit.strip() or None
     if duress_hash is not None or clear_duress:
         values["duress_hash"] = duress_hash
     if phone is not None:
-        _checked(rules.phone_problem(phone) if phone.strip() else None)
+        checked(rules.phone_problem(phone) if phone.strip() else None)
         values["phone"] = phone.strip() or None
     if values:
         conn.execute(

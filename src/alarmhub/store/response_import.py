@@ -20,6 +20,7 @@ from alarmhub.clock import now_us
 from alarmhub.core.response import Contact, PanelUser, Zone
 from alarmhub.store import schema
 from alarmhub.store.alarm_response import ACCOUNT, CONTACT, ENTRY, RESPONSE, chunks
+from alarmhub.store.contacts import Placement, contact_values
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import (
@@ -27,8 +28,6 @@ from alarmhub.store.response import (
     ENTRY_KEY,
     USER_KEY,
     ZONE_KEY,
-    Placement,
-    contact_values,
     known_accounts,
     upsert,
     user_values,
