@@ -196,7 +196,7 @@ def runaway_key(account_number: str, dnis: str, panel: str) -> str:
 
 
 SIGNAL_PATHS = frozenset(
-    {"PENDING", "HISTORY", "RESTORE", "RUNAWAY", "UNKNOWN", "STORM", RoutePath.ON_TEST.value}
+    path.value for path in RoutePath if path not in (RoutePath.SYSTEM, RoutePath.OPERATOR)
 )
 """The paths of a routed signal's history event (one event per signal)."""
 RUNAWAY_PATHS = SIGNAL_PATHS - {RoutePath.ON_TEST.value}
@@ -247,6 +247,19 @@ def _event(
         dnis=signal.dnis,
         panel=signal.panel,
     )
+
+
+def _is_restoral(signal: StoredSignal, alarm_type: AlarmType) -> bool:
+    """Whether ``signal`` restores an operator-handled condition (an R of such a type)."""
+    return signal.code[0] == "R" and alarm_type.category == OPERATOR_HANDLED
+
+
+def _link_restoral(repo: Repository, account: str, signal: StoredSignal) -> int | None:
+    """The open alarm a restoral restores, marked restored; None when none is open."""
+    linked = repo.open_alarm(account, signal.code[1:], signal.area, signal.zone)
+    if linked is not None:
+        repo.restore_arrived(linked, signal.received_us)
+    return linked
 
 
 class Router:
@@ -321,12 +334,8 @@ class Router:
             repo.add_history(_event(signal, account, kind, RoutePath.HISTORY))
             return
         if restore:
-            linked = None
-            restoral = qualifier == "R" and alarm_type.category == OPERATOR_HANDLED
-            if restoral:
-                linked = repo.open_alarm(account, event_code, signal.area, signal.zone)
-                if linked is not None:
-                    repo.restore_arrived(linked, signal.received_us)
+            restoral = _is_restoral(signal, alarm_type)
+            linked = _link_restoral(repo, account, signal) if restoral else None
             path = RoutePath.RESTORE if restoral else RoutePath.HISTORY
             repo.add_history(_event(signal, account, kind, path, alarm_id=linked))
             return
@@ -385,11 +394,7 @@ class Router:
             or not on_test.matches(test, signal.zone, alarm_type.type)
         ):
             return False
-        linked = None
-        if signal.code[0] == "R" and alarm_type.category == OPERATOR_HANDLED:
-            linked = repo.open_alarm(account, signal.code[1:], signal.area, signal.zone)
-            if linked is not None:
-                repo.restore_arrived(linked, signal.received_us)
+        linked = _link_restoral(repo, account, signal) if _is_restoral(signal, alarm_type) else None
         kind.category = SYSTEM_HANDLED
         repo.add_history(_event(signal, account, kind, RoutePath.ON_TEST, alarm_id=linked))
         self._test_report(repo, account, signal.received_us, now_us)
