@@ -37,6 +37,31 @@ def _no_content() -> Response:
     return Response(status_code=204, headers={"Cache-Control": "no-store"})
 
 
+async def _delete(
+    request: Request,
+    key: ApiKey,
+    api: Api,
+    account: str,
+    find: Find,
+    missing: str,
+    remove: Callable[[Connection, dict[str, Any]], str],
+) -> Response:
+    """DELETE of one item of an account's response data: 404 (``missing``) when the account is
+    not the key's or the item is not there, If-Match checked against the item, ``remove``d, and
+    the audit record of what ``remove`` says it removed."""
+
+    def work(conn: Connection) -> None:
+        visible_account(conn, key, account)
+        before = find(conn)
+        if before is None:
+            raise not_found(f"account {account!r} has no {missing}")
+        check_if_match(request, etag_of(before))
+        _audit(conn, key, f"DELETE {remove(conn, before)}", account)
+
+    await api.write(work)
+    return _no_content()
+
+
 def _checked(problem: str | None) -> None:
     if problem:
         raise ApiProblem(INPUT, problem)
@@ -122,19 +147,13 @@ async def put_zone(request: Request, key: ApiKey, api: Api) -> Response:
 
 async def delete_zone(request: Request, key: ApiKey, api: Api) -> Response:
     account, zone, area = _zone_of(request)
-    find = _find_zone(account, zone, area)
 
-    def work(conn: Connection) -> None:
-        visible_account(conn, key, account)
-        before = find(conn)
-        if before is None:
-            raise not_found(f"account {account!r} has no zone {zone}")
-        check_if_match(request, etag_of(before))
+    def remove(conn: Connection, before: dict[str, Any]) -> str:
         response.remove_zone_in(conn, account, zone, area)
-        _audit(conn, key, f"DELETE ZONE {before['zone']}", account)
+        return f"ZONE {before['zone']}"
 
-    await api.write(work)
-    return _no_content()
+    return await _delete(request, key, api, account, _find_zone(account, zone, area),
+                         f"zone {zone}", remove)  # fmt: skip
 
 
 def _find_user(account: str, user: str) -> Find:
@@ -177,19 +196,13 @@ async def put_user(request: Request, key: ApiKey, api: Api) -> Response:
 
 async def delete_user(request: Request, key: ApiKey, api: Api) -> Response:
     account, user = request.path_params["account"], request.path_params["user"]
-    find = _find_user(account, user)
 
-    def work(conn: Connection) -> None:
-        visible_account(conn, key, account)
-        before = find(conn)
-        if before is None:
-            raise not_found(f"account {account!r} has no user {user}")
-        check_if_match(request, etag_of(before))
+    def remove(conn: Connection, before: dict[str, Any]) -> str:
         response.remove_user_in(conn, account, user)
-        _audit(conn, key, f"DELETE USER {before['user']}", account)
+        return f"USER {before['user']}"
 
-    await api.write(work)
-    return _no_content()
+    return await _delete(request, key, api, account, _find_user(account, user), f"user {user}",
+                         remove)  # fmt: skip
 
 
 # contacts ------------------------------------------------------------------------------------
@@ -292,19 +305,13 @@ async def patch_contact(request: Request, key: ApiKey, api: Api) -> Response:
 
 async def delete_contact(request: Request, key: ApiKey, api: Api) -> Response:
     account, contact_id = request.path_params["account"], request.path_params["id"]
-    find = _find_contact(account, contact_id)
 
-    def work(conn: Connection) -> None:
-        visible_account(conn, key, account)
-        before = find(conn)
-        if before is None:
-            raise not_found(f"account {account!r} has no contact {contact_id}")
-        check_if_match(request, etag_of(before))
+    def remove(conn: Connection, before: dict[str, Any]) -> str:
         contact_store.remove_contact_in(conn, account, contact_id)
-        _audit(conn, key, f"DELETE CONTACT {contact_id}", account)
+        return f"CONTACT {contact_id}"
 
-    await api.write(work)
-    return _no_content()
+    return await _delete(request, key, api, account, _find_contact(account, contact_id),
+                         f"contact {contact_id}", remove)  # fmt: skip
 
 
 # call lists ----------------------------------------------------------------------------------
