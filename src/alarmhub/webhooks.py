@@ -1,12 +1,19 @@
-"""The node's webhook worker: it fans new events out to the webhooks that want them, claims the
-deliveries that are due, sends each (signed, Standard Webhooks) and records how it ended.
+"""The node's webhook worker: it takes the deliveries that may go now, sends each (signed,
+Standard Webhooks) and records how it ended. The deliveries themselves are made in the
+transaction that publishes each event (:func:`alarmhub.store.events.publish_rows`).
 
-It runs in the node's event loop, off the signal path: the store's work is short transactions in
-a thread, never held while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1
-on kept-alive connections) with a bounded number of requests in flight (and fewer to any one
-webhook), each given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that
-hangs holds only its own slots. Several nodes share the work through leases on the deliveries
-they claim.
+It runs in the node's event loop, off the signal path: the store's work runs in a thread, never
+while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1 on kept-alive
+connections) with a bounded number of requests in flight (and fewer to any one webhook), each
+given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that hangs holds only
+its own slots. Deliveries come as chains, one account's in event order, sent one after the
+other; a chain stops at its first failure (the rest wait for its retry).
+
+On SQLite this node is the only one delivering: taking deliveries is a read, what is in flight
+or ended is held in memory, and outcomes are recorded in a batch every
+:data:`RECORD_SECONDS`, so sending never waits for the database's write lock, which the signal
+writer holds most. On a database shared by several nodes each turn records what ended and
+claims what it takes (a lease) in one short transaction, so each delivery is sent by one node.
 """
 
 from __future__ import annotations
@@ -20,28 +27,36 @@ import secrets
 import socket
 import time
 from collections import Counter
+from collections.abc import Coroutine
+from typing import Any
 
 import h11
 from cryptography.fernet import Fernet
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import units, webhooks
 from alarmhub.core.events import event_id_text
 from alarmhub.store import webhooks as store
-from alarmhub.store.engine import write_transaction
+from alarmhub.store.engine import read_in_thread, write_transaction
 from alarmhub.webhook_http import WebhookHttp
 
 log = logging.getLogger("alarmhub.webhooks")
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.05
+TURN_SECONDS = 0.01
+"""Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
+worker reads the store at most this often)."""
+RECORD_SECONDS = 0.2
+"""The only node (SQLite): outcomes are recorded this often, in one transaction."""
 CONCURRENCY = 64
 """Requests in flight at most, to every webhook together ..."""
 PER_WEBHOOK = 32
 """... and to any one webhook (a receiver that hangs holds these, no more)."""
 AHEAD = 16
-"""Deliveries claimed ahead of the requests, in multiples of those limits: sending goes on
-while a turn of the store runs. A claim that waited behind a slow receiver's until its lease
-would run out before its attempt ends is not sent (it is claimed again later)."""
+"""Deliveries taken ahead of the requests, in multiples of those limits: sending goes on while a
+turn of the store runs. A claim (several nodes) whose lease would run out before its attempt
+ends, as it waited behind a slow receiver's, is not sent but given back."""
 LEASE_SECONDS = 60.0
 ANSWER_READ_BYTES = 64 * 1024
 STOP_SECONDS = 5.0
@@ -49,8 +64,8 @@ STOP_SECONDS = 5.0
 
 class WebhookWorker:
     """Delivers webhooks while the node runs: :meth:`start` in the runtime's start,
-    :meth:`stop` in its end (requests in flight are abandoned; their deliveries are released
-    and sent again, by whichever node claims them next)."""
+    :meth:`stop` in its end (requests in flight are abandoned: sent again at the next start, or
+    by whichever node claims them next)."""
 
     def __init__(
         self,
@@ -63,25 +78,29 @@ class WebhookWorker:
     ) -> None:
         self._engine = engine
         self._key = key
+        self._shared = engine.dialect.name != "sqlite"
         self._poll = poll_seconds
         self._concurrency = concurrency
         self._per_webhook = per_webhook
         self.node = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._in_flight: dict[int, int] = {}  # delivery id -> webhook id, claimed, not ended
+        self._in_flight: dict[int, int] = {}  # delivery id -> webhook id: taken, not ended
+        self._ended: dict[int, store.Outcome] = {}  # attempted, not recorded yet
+        self._recorded: set[int] = set()  # recorded since the last turn (the only node)
+        self._given_back: list[int] = []  # claims not attempted, to release (several nodes)
         self._slots = asyncio.Semaphore(concurrency)
         self._webhook_slots: dict[int, asyncio.Semaphore] = {}
-        self._done: list[store.Outcome] = []
-        self._sends: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._client: WebhookHttp | None = None
-        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._client = WebhookHttp(ANSWER_READ_BYTES, self._per_webhook)
-        self._task = asyncio.create_task(self._run(), name="webhooks")
+        self._spawn(self._run(), "webhooks")
+        if not self._shared:
+            self._spawn(self._record_now_and_then(), "webhook records")
 
     async def stop(self) -> None:
-        tasks = [*self._sends, *([self._task] if self._task else [])]
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -89,17 +108,26 @@ class WebhookWorker:
             await self._client.close()
         try:
             await asyncio.wait_for(asyncio.to_thread(self._finish), STOP_SECONDS)
-        except Exception as exc:  # the leases run out instead
-            log.warning("webhook claims not released", extra={"error": repr(exc)})
+        except Exception as exc:  # sent again after the restart, or when the leases run out
+            log.warning("webhook outcomes not recorded", extra={"error": repr(exc)})
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _finish(self) -> None:
+        outcomes = list(self._ended.values())
         with write_transaction(self._engine) as conn:
-            store.record(conn, self._done, now_us())
-            store.release(conn, self.node)
-        self._done = []
+            store.record(conn, outcomes, now_us())
+            if self._shared:
+                store.release(conn, self.node)
+        self._ended.clear()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
+            started = loop.time()
             try:
                 await self._turn()
             except Exception as exc:
@@ -108,69 +136,123 @@ class WebhookWorker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._poll)
             self._wake.clear()
+            await asyncio.sleep(max(0.0, started + TURN_SECONDS - loop.time()))
 
     async def _turn(self) -> None:
-        outcomes, self._done = self._done, []
         free = AHEAD * self._concurrency - len(self._in_flight)
         busy = Counter(self._in_flight.values())
-        full = [hook for hook, n in busy.items() if n >= AHEAD * self._per_webhook]
-        try:
-            claimed, more = await asyncio.to_thread(self._store_turn, outcomes, free, full)
-        except BaseException:
-            self._done[:0] = outcomes  # recorded at the next turn
-            raise
-        if more:
-            self._wake.set()
-        for delivery in claimed:
-            self._in_flight[delivery.delivery_id] = delivery.webhook_id
-            task = asyncio.create_task(self._send(delivery), name="webhook send")
-            self._sends.add(task)
-            task.add_done_callback(self._sends.discard)
+        full = {hook for hook, n in busy.items() if n >= AHEAD * self._per_webhook}
+        if self._shared:
+            chains = await self._claim_turn(max(free, 0), full)
+        else:
+            chains = await self._read_turn(max(free, 0), full)
+        for chain in chains:
+            for delivery in chain:
+                self._in_flight[delivery.delivery_id] = delivery.webhook_id
+            self._spawn(self._send_chain(chain), "webhook chain")
 
-    def _store_turn(
-        self, outcomes: list[store.Outcome], free: int, full: list[int]
-    ) -> tuple[list[store.Claimed], bool]:
-        """Record what ended, fan out, claim what is due: one short transaction (in a thread),
-        only when there is something to do; and whether more is left to fan out."""
-        with self._engine.connect() as conn:
-            to_fan_out, due = store.behind(conn, now_us())
-        if not outcomes and not to_fan_out and not (due and free > 0):
-            return [], False
+    async def _read_turn(self, free: int, full: set[int]) -> list[list[store.Claimed]]:
+        """The only node: what may go now, read; what this node holds passed over or waited
+        for (an outcome is held until a turn that starts after it is recorded)."""
+        for delivery_id in self._recorded:
+            self._ended.pop(delivery_id, None)
+        self._recorded = set()
+        if free <= 0:
+            return []
+        passed = {i for i, o in self._ended.items() if o.state == webhooks.DELIVERED}
+        held = set(self._in_flight) | (self._ended.keys() - passed)
+
+        def take(conn: Connection) -> list[list[store.Claimed]]:
+            return store.take(conn, self._key, now_us(), free, passed=passed, held=held,
+                              skip_webhooks=full)  # fmt: skip
+
+        return await read_in_thread(self._engine, take)
+
+    async def _record_now_and_then(self) -> None:
+        """The only node: record what ended, every RECORD_SECONDS, in one transaction."""
+        while True:
+            await asyncio.sleep(RECORD_SECONDS)
+            outcomes = [o for i, o in self._ended.items() if i not in self._recorded]
+            if not outcomes:
+                continue
+            try:
+                await asyncio.to_thread(self._record, outcomes)
+            except Exception as exc:
+                log.warning("webhook outcomes not recorded; will retry", extra={"error": repr(exc)})
+                continue
+            self._recorded.update(o.delivery_id for o in outcomes)
+
+    def _record(self, outcomes: list[store.Outcome]) -> None:
         with write_transaction(self._engine) as conn:
-            now = now_us()
-            store.record(conn, outcomes, now)
-            made = store.fan_out(conn, now) if to_fan_out else 0
-            claimed = []
-            if free > 0 and (due or made or outcomes):
-                lease = units.seconds_us(LEASE_SECONDS)
-                claimed = store.claim(conn, self._key, self.node, now, lease, free, full)
-        return claimed, to_fan_out
+            store.record(conn, outcomes, now_us())
 
-    async def _send(self, delivery: store.Claimed) -> None:
+    async def _claim_turn(self, free: int, full: set[int]) -> list[list[store.Claimed]]:
+        """Several nodes: record what ended, give back what was not attempted, claim what may
+        go now, in one transaction; only when there is something to do (a read says)."""
+        outcomes, self._ended = self._ended, {}
+        given_back, self._given_back = self._given_back, []
+        held = set(self._in_flight)
+
+        def turn() -> list[list[store.Claimed]]:
+            now = now_us()
+            if not outcomes and not given_back:
+                with self._engine.connect() as conn:
+                    if free <= 0 or not store.take(conn, self._key, now, 1, held=held):
+                        return []
+            with write_transaction(self._engine) as conn:
+                now = now_us()
+                store.record(conn, list(outcomes.values()), now)
+                store.release(conn, self.node, given_back)
+                if free <= 0:
+                    return []
+                lease = units.seconds_us(LEASE_SECONDS)
+                return store.take(conn, self._key, now, free, held=held, skip_webhooks=full,
+                                  claim=(self.node, lease))  # fmt: skip
+
         try:
-            attempted = await self._attempt(delivery)
-            if attempted is None:  # its lease ran out while it waited: another node may hold it
-                self._in_flight.pop(delivery.delivery_id, None)
-                return
-            status, error = attempted
-        except asyncio.CancelledError:  # the node stops: the claim is released, not recorded
-            self._in_flight.pop(delivery.delivery_id, None)
+            return await asyncio.to_thread(turn)
+        except BaseException:
+            self._ended = {**outcomes, **self._ended}  # recorded at the next turn
+            self._given_back[:0] = given_back
             raise
-        except Exception as exc:
-            status, error = None, repr(exc)
-        self._done.append(self._outcome(delivery, status, error))
-        self._in_flight.pop(delivery.delivery_id, None)
+
+    async def _send_chain(self, chain: list[store.Claimed]) -> None:
+        """Send one account's deliveries in order, each once the one before is delivered."""
+        for n, delivery in enumerate(chain):
+            try:
+                attempted = await self._attempt(delivery)
+            except asyncio.CancelledError:  # the node stops: sent again after
+                self._give_back(chain[n:])
+                raise
+            except Exception as exc:
+                attempted = None, repr(exc)
+            if attempted is None:  # its lease would run out: another node may claim it
+                self._give_back(chain[n:])
+                break
+            outcome = self._outcome(delivery, *attempted)
+            self._ended[delivery.delivery_id] = outcome
+            self._in_flight.pop(delivery.delivery_id, None)
+            if outcome.state != webhooks.DELIVERED:
+                self._give_back(chain[n + 1 :])
+                break
         self._wake.set()
+
+    def _give_back(self, deliveries: list[store.Claimed]) -> None:
+        for delivery in deliveries:
+            self._in_flight.pop(delivery.delivery_id, None)
+        if self._shared:
+            self._given_back += [d.delivery_id for d in deliveries]
 
     async def _attempt(self, delivery: store.Claimed) -> tuple[int | None, str | None] | None:
         """How the attempt ended; None when it was not made: the claim's lease would run out
         before the attempt could end (claims wait their turn behind a slow receiver's), so it
-        is left to be claimed again, never sent twice at once."""
+        is given back, never sent by two nodes at once."""
         hook = self._webhook_slots.get(delivery.webhook_id)
         if hook is None:
             hook = self._webhook_slots[delivery.webhook_id] = asyncio.Semaphore(self._per_webhook)
         async with hook, self._slots:
-            if now_us() + units.seconds_us(webhooks.ATTEMPT_SECONDS) >= delivery.lease_until_us:
+            lease = delivery.lease_until_us
+            if lease is not None and now_us() + units.seconds_us(webhooks.ATTEMPT_SECONDS) >= lease:
                 return None
             return await self._request(delivery)
 

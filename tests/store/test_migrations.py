@@ -8,6 +8,7 @@ from pathlib import Path
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import text
 
 from alarmhub.store import schema as s
 from alarmhub.store.engine import alembic_config, open_engine, upgrade
@@ -28,5 +29,50 @@ def test_the_migrated_database_matches_the_schema_module(tmp_path: Path) -> None
         upgrade(engine)
         with engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), s.metadata) == []
+    finally:
+        engine.dispose()
+
+
+def test_webhook_events_left_behind_the_old_cursor_get_their_deliveries(tmp_path: Path) -> None:
+    """0014 makes deliveries at publishing: the events a webhook's cursor had not reached yet
+    get theirs from the migration (the kinds and account prefix it wants), none twice."""
+    engine = open_engine(database_url(tmp_path, "m", migrated=False))
+    try:
+        config = alembic_config(engine.url.render_as_string(hide_password=False))
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0013")
+        with engine.begin() as conn:
+            for kind, account in [
+                ("alarm.raised", "700001"),
+                ("alarm.raised", "700002"),
+                ("alarm.taken", "700002"),
+                ("alarm.raised", "800001"),
+            ]:
+                conn.execute(
+                    text(
+                        "INSERT INTO event (kind, account_number, body, at_us)"
+                        " VALUES (:k, :a, '{}', 5)"
+                    ),
+                    {"k": kind, "a": account},
+                )
+            conn.execute(text(
+                "INSERT INTO webhook (url, events, accounts, secret_encrypted, created_us,"
+                " delivered_through) VALUES ('http://h/', 'alarm.raised alarm.resolved', '7',"
+                " 'x', 1, 1)"))  # fmt: skip
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_delivery (webhook_id, event_id, account_number, state,"
+                    " next_attempt_us, created_us) VALUES (1, 1, '700001', 'delivered', 5, 5)"
+                )
+            )
+        upgrade(engine)
+        with engine.connect() as conn:
+            made = conn.execute(text("SELECT webhook_id, event_id, state, next_attempt_us FROM"
+                                     " webhook_delivery ORDER BY event_id")).all()  # fmt: skip
+            assert [tuple(r) for r in made] == [(1, 1, "delivered", 5), (1, 2, "pending", 5)]
+            if engine.dialect.name == "sqlite":  # the table made again kept AUTOINCREMENT
+                sql = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'webhook'"))
+                assert "AUTOINCREMENT" in sql.scalar_one()
     finally:
         engine.dispose()

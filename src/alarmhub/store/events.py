@@ -1,23 +1,24 @@
 """The outbox of events: written in the transaction of the change each reports (so never lost
-by a crash, never there for a change that rolled back), read by the webhook deliveries and the
-event stream. Every writer of events holds the incident counter's lock (routing, supervision,
-operators' and the API's actions), so event ids follow the order of the commits.
+by a crash, never there for a change that rolled back) with a delivery to each webhook that
+wants it, and read by the event stream. Every writer of events holds the incident counter's
+lock (routing, supervision, operators' and the API's actions), so event ids follow the order of
+the commits.
 
 Events are kept :data:`KEEP_DAYS` days (at least :data:`KEEP_AT_LEAST_HOURS`, what the event
-stream promises to resume over); the writer's housekeeping forgets older ones with
-:func:`forget`, raising the ``event_forgotten`` counter to the newest id it deleted, so a reader
-resuming from an older id can tell that it missed some."""
+stream promises to resume over); the writer's housekeeping forgets older ones, and their
+webhook deliveries, with :func:`forget`, raising the ``event_forgotten`` counter to the newest
+id it deleted, so a reader resuming from an older id can tell that it missed some."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from alarmhub.core import events, units
-from alarmhub.store import schema
+from alarmhub.store import schema, webhooks
 
 EVENT = schema.event.c
 SEQUENCE = schema.sequence.c
@@ -42,11 +43,29 @@ def publish(conn: Connection, kind: str, account: str, data: Mapping[str, Any], 
     publish_rows(conn, [row(kind, account, data, at_us)])
 
 
-def publish_rows(conn: Connection, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Put events made by :func:`row` in the outbox, in this order."""
-    values = [dict(zip(COLUMNS, r, strict=True)) for r in rows]
-    if values:
-        conn.execute(insert(schema.event), values)
+def publish_rows(
+    conn: Connection,
+    rows: Sequence[tuple[Any, ...]],
+    insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
+) -> None:
+    """Put events made by :func:`row` in the outbox, in this order (written by
+    ``insert_rows``, such as a prepared bulk insert, if given), with their deliveries to the
+    webhooks that want them."""
+    if not rows:
+        return
+    hooks = webhooks.subscribed(conn)
+    before = newest(conn) if hooks else 0
+    if insert_rows is not None:
+        insert_rows(conn, rows)
+    else:
+        conn.execute(insert(schema.event), [dict(zip(COLUMNS, r, strict=True)) for r in rows])
+    if hooks:  # the events just written: the counter's lock keeps out everyone else's
+        published = conn.execute(
+            select(EVENT.event_id, EVENT.kind, EVENT.account_number, EVENT.at_us)
+            .where(EVENT.event_id > before)
+            .order_by(EVENT.event_id)
+        )
+        webhooks.deliver(conn, hooks, published)
 
 
 class Event(NamedTuple):
@@ -97,6 +116,7 @@ def forget(conn: Connection, now_us: int, keep_days: float = KEEP_DAYS) -> int:
     if not ids:
         return 0
     conn.execute(delete(schema.event).where(EVENT.event_id.in_(ids)))
+    webhooks.forget(conn, ids)
     through = max(ids)
     conn.execute(
         update(schema.sequence)

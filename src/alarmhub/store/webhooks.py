@@ -1,16 +1,18 @@
 """Webhooks in the store: added (the secret encrypted with the station's key), listed, removed;
-their deliveries made from the outbox (each webhook's cursor moved over new events), claimed by a
-node for a while (a lease), recorded after each attempt, listed and replayed.
+their deliveries, made in the transaction that publishes each event (:func:`deliver`), taken by
+the worker (on a shared database, claimed by one node for a while: a lease), recorded after each
+attempt, listed, replayed, and forgotten with their events.
 
-Deliveries of one webhook and one account go out in event order: a delivery is not claimed while
-an earlier one of the same webhook and account is pending (waiting for a retry, or in flight).
+Deliveries of one webhook and one account go out in event order: :func:`take` hands them out as
+chains, each waiting behind its account's first delivery that cannot go now (waiting for a
+retry, or in flight); the rule is :func:`alarmhub.core.webhooks.sendable`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.fernet import Fernet
 from sqlalchemy import (
@@ -18,12 +20,10 @@ from sqlalchemy import (
     Connection,
     Integer,
     String,
-    and_,
     bindparam,
-    exists,
+    delete,
     func,
     insert,
-    or_,
     select,
     update,
 )
@@ -36,23 +36,23 @@ from alarmhub.store import schema
 HOOK = schema.webhook.c
 DELIVERY = schema.webhook_delivery.c
 EVENT = schema.event.c
-FAN_OUT_BATCH = 1000
+QUEUE_READ = 2000
+"""A webhook's pending deliveries read at most by one turn of the worker, oldest first."""
 
 
 def add(
     conn: Connection, key: Fernet, url: str, kinds: Sequence[str], accounts: str, now_us: int
 ) -> tuple[int, str]:
-    """Add a webhook; its id and signing secret (shown once). It hears of the events that
-    happen from now on, not of those already in the outbox."""
+    """Add a webhook; its id and signing secret (shown once). It hears of the events
+    published from now on, not of those already in the outbox."""
     kinds = list(dict.fromkeys(kinds))
     problem = webhooks.url_problem(url) or webhooks.subscription_problem(kinds, accounts)
     if problem:
         raise ProvisioningError(problem)
     secret = webhooks.new_secret()
-    newest = conn.execute(select(func.max(EVENT.event_id))).scalar() or 0
     values = {"url": url, "events": " ".join(kinds), "accounts": accounts,
-              "secret_encrypted": secret_key.encrypt(key, secret), "created_us": now_us,
-              "delivered_through": newest}  # fmt: skip
+              "secret_encrypted": secret_key.encrypt(key, secret),
+              "created_us": now_us}  # fmt: skip
     inserted = conn.execute(insert(schema.webhook).values(values)).inserted_primary_key
     assert inserted is not None
     return int(inserted[0]), secret
@@ -148,69 +148,64 @@ def replay(conn: Connection, delivery_id: int, now_us: int) -> None:
     )
 
 
-# the worker's side ----------------------------------------------------------------------------
+# the outbox's side ----------------------------------------------------------------------------
 
 
-def behind(conn: Connection, now_us: int) -> tuple[bool, bool]:
-    """(whether some webhook has events to fan out, whether some delivery is due): two cheap
-    reads that spare an idle node its write transactions."""
-    newest = conn.execute(select(func.max(EVENT.event_id))).scalar() or 0
-    lowest = conn.execute(
-        select(func.min(HOOK.delivered_through)).where(HOOK.removed_us.is_(None))
-    ).scalar()
-    due = conn.execute(
-        select(DELIVERY.delivery_id).where(_claimable(now_us)).limit(1)
-    ).first()  # fmt: skip
-    return lowest is not None and lowest < newest, due is not None
+class Subscribed(NamedTuple):
+    """A webhook as publishing sees it: which event kinds and accounts (a prefix) it wants."""
+
+    webhook_id: int
+    kinds: frozenset[str]
+    accounts: str
 
 
-def fan_out(conn: Connection, now_us: int, batch: int = FAN_OUT_BATCH) -> int:
-    """Move each webhook's cursor over up to ``batch`` new events, making a delivery of each it
-    wants; the number of deliveries made. On a shared database a webhook another node is
-    fanning out is skipped (its row is locked)."""
-    hooks = conn.execute(
-        select(HOOK.webhook_id, HOOK.events, HOOK.accounts, HOOK.delivered_through)
-        .where(HOOK.removed_us.is_(None))
-        .order_by(HOOK.webhook_id)
-        .with_for_update(skip_locked=True)
-    ).all()
-    made = 0
-    for hook in hooks:
-        rows = conn.execute(
-            select(EVENT.event_id, EVENT.kind, EVENT.account_number)
-            .where(EVENT.event_id > hook.delivered_through)
-            .order_by(EVENT.event_id)
-            .limit(batch)
-        ).all()
-        if not rows:
-            continue
-        kinds = frozenset(hook.events.split())
-        wanted = [
-            {
-                "webhook_id": hook.webhook_id,
-                "event_id": r.event_id,
-                "account_number": r.account_number,
-                "state": webhooks.PENDING,
-                "next_attempt_us": now_us,
-                "created_us": now_us,
-            }
-            for r in rows
-            if webhooks.wants(kinds, hook.accounts, r.kind, r.account_number)
-        ]
-        if wanted:
-            conn.execute(insert(schema.webhook_delivery), wanted)
+_SUBSCRIBED = select(HOOK.webhook_id, HOOK.events, HOOK.accounts).where(HOOK.removed_us.is_(None))
+
+
+def subscribed(conn: Connection) -> list[Subscribed]:
+    """The webhooks not removed."""
+    return [
+        Subscribed(r.webhook_id, frozenset(r.events.split()), r.accounts)
+        for r in conn.execute(_SUBSCRIBED)
+    ]
+
+
+def deliver(
+    conn: Connection,
+    hooks: Sequence[Subscribed],
+    published: Iterable[Sequence[Any]],
+) -> None:
+    """Make the deliveries of events just published, (event id, kind, account, time), to the
+    ``hooks`` that want them: in the publishing transaction, so a delivery exists exactly when
+    its event was committed."""
+    wanted = [
+        dict(webhook_id=hook.webhook_id, event_id=event_id, account_number=account,
+             state=webhooks.PENDING, next_attempt_us=at_us, created_us=at_us)
+        for event_id, kind, account, at_us in published
+        for hook in hooks
+        if webhooks.wants(hook.kinds, hook.accounts, kind, account)
+    ]  # fmt: skip
+    if wanted:
+        conn.execute(insert(schema.webhook_delivery), wanted)
+
+
+def forget(conn: Connection, event_ids: Sequence[int]) -> None:
+    """Forget the deliveries of events the outbox forgets."""
+    every = list(conn.execute(select(HOOK.webhook_id)).scalars())
+    for webhook_id in every:  # each found by its (webhook, event) index
         conn.execute(
-            update(schema.webhook)
-            .where(HOOK.webhook_id == hook.webhook_id)
-            .values(delivered_through=rows[-1].event_id)
+            delete(schema.webhook_delivery).where(
+                DELIVERY.webhook_id == webhook_id, DELIVERY.event_id.in_(event_ids)
+            )
         )
-        made += len(wanted)
-    return made
+
+
+# the worker's side ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """A delivery this node holds until its lease ends: what one attempt sends, and where."""
+    """A delivery taken by this node: what one attempt sends, and where."""
 
     delivery_id: int
     webhook_id: int
@@ -219,54 +214,75 @@ class Claimed:
     event_id: int
     body: bytes
     attempts: int
-    lease_until_us: int  # after this another node may claim it: not to be sent any more
+    lease_until_us: int | None  # after this another node may claim it (None: no other node)
 
 
-def _claimable(now_us: int) -> Any:
-    earlier = schema.webhook_delivery.alias("earlier")
-    return and_(
-        DELIVERY.state == webhooks.PENDING,
-        DELIVERY.next_attempt_us <= now_us,
-        or_(DELIVERY.claimed_until_us.is_(None), DELIVERY.claimed_until_us < now_us),
-        ~exists().where(
-            earlier.c.webhook_id == DELIVERY.webhook_id,
-            earlier.c.account_number == DELIVERY.account_number,
-            earlier.c.state == webhooks.PENDING,
-            earlier.c.event_id < DELIVERY.event_id,
-        ),
+_QUEUE = (
+    select(
+        DELIVERY.delivery_id,
+        DELIVERY.account_number,
+        DELIVERY.next_attempt_us,
+        DELIVERY.claimed_until_us,
     )
+    .where(DELIVERY.webhook_id == bindparam("hook"), DELIVERY.state == webhooks.PENDING)
+    .order_by(DELIVERY.event_id)
+    .limit(bindparam("read"))
+)
 
 
-def claim(
+def take(
     conn: Connection,
     key: Fernet,
-    node: str,
     now_us: int,
-    lease_us: int,
     limit: int,
-    skip_webhooks: Iterable[int] = (),
-) -> list[Claimed]:
-    """Claim up to ``limit`` due deliveries, oldest event first, for ``node`` until
-    ``now_us + lease_us`` (on PostgreSQL rows another node is claiming are skipped)."""
-    query = (
-        select(DELIVERY.delivery_id)
-        .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
-        .where(_claimable(now_us), HOOK.removed_us.is_(None))
-        .order_by(DELIVERY.event_id)
-        .limit(limit)
-        .with_for_update(skip_locked=True, of=schema.webhook_delivery)
-    )
-    skipped = list(skip_webhooks)
-    if skipped:
-        query = query.where(DELIVERY.webhook_id.not_in(skipped))
-    ids = list(conn.execute(query).scalars())
+    *,
+    passed: Collection[int] = (),
+    held: Collection[int] = (),
+    skip_webhooks: Collection[int] = (),
+    claim: tuple[str, int] | None = None,
+) -> list[list[Claimed]]:
+    """Up to ``limit`` deliveries that may be sent now, as chains (one account's, in event
+    order; :func:`alarmhub.core.webhooks.sendable` says which, with ``passed`` and ``held``).
+
+    ``claim=(node, lease_us)`` on a database shared by several nodes: in a write transaction,
+    each webhook's deliveries are handed out by one node at a time (its row locked; a webhook
+    another node is handing out is skipped) and those taken are claimed until ``now_us +
+    lease_us``. Without it (the only node, SQLite) this is a read."""
+    hooks = (
+        select(HOOK.webhook_id).where(HOOK.removed_us.is_(None)).order_by(HOOK.webhook_id)
+    )  # fmt: skip
+    if claim is not None:
+        hooks = hooks.with_for_update(skip_locked=True)
+    chains: list[list[int]] = []
+    read = QUEUE_READ + len(passed) + len(held)
+    for webhook_id in conn.execute(hooks).scalars().all():
+        left = limit - sum(map(len, chains))
+        if left <= 0:
+            break
+        if webhook_id in skip_webhooks:
+            continue
+        queue = conn.execute(_QUEUE, {"hook": webhook_id, "read": read})
+        waiting = (webhooks.Waiting(*r) for r in queue)
+        chains += webhooks.sendable(waiting, now_us, passed, held, left)
+    ids = [i for chain in chains for i in chain]
     if not ids:
         return []
-    conn.execute(
-        update(schema.webhook_delivery)
-        .where(DELIVERY.delivery_id.in_(ids))
-        .values(claimed_by=node, claimed_until_us=now_us + lease_us)
-    )
+    lease_until = None
+    if claim is not None:
+        node, lease_us = claim
+        lease_until = now_us + lease_us
+        conn.execute(
+            update(schema.webhook_delivery)
+            .where(DELIVERY.delivery_id.in_(ids))
+            .values(claimed_by=node, claimed_until_us=lease_until)
+        )
+    found = _claimed(conn, key, ids, lease_until)
+    return [[found[i] for i in chain] for chain in chains]
+
+
+def _claimed(
+    conn: Connection, key: Fernet, ids: Sequence[int], lease_until: int | None
+) -> dict[int, Claimed]:
     rows = conn.execute(
         select(
             DELIVERY.delivery_id,
@@ -280,22 +296,13 @@ def claim(
         .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
         .join(schema.event, EVENT.event_id == DELIVERY.event_id)
         .where(DELIVERY.delivery_id.in_(ids))
-        .order_by(DELIVERY.event_id)
     ).all()
     secrets = {r.webhook_id: _secret(key, r.secret_encrypted) for r in rows}  # once a webhook
-    return [
-        Claimed(
-            r.delivery_id,
-            r.webhook_id,
-            r.url,
-            secrets[r.webhook_id],
-            r.event_id,
-            r.body.encode("utf-8"),
-            r.attempts,
-            now_us + lease_us,
-        )
+    return {
+        r.delivery_id: Claimed(r.delivery_id, r.webhook_id, r.url, secrets[r.webhook_id],
+                               r.event_id, r.body.encode("utf-8"), r.attempts, lease_until)
         for r in rows
-    ]
+    }  # fmt: skip
 
 
 def _secret(key: Fernet, encrypted: str) -> str | None:
@@ -352,10 +359,16 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     )
 
 
-def release(conn: Connection, node: str) -> None:
-    """Give back what ``node`` holds (it stops): another node, or its restart, sends it."""
-    conn.execute(
+def release(conn: Connection, node: str, delivery_ids: Collection[int] | None = None) -> None:
+    """Give back what ``node`` holds (None: all of it, as it stops): another node, or its
+    restart, sends it."""
+    query = (
         update(schema.webhook_delivery)
         .where(DELIVERY.claimed_by == node, DELIVERY.state == webhooks.PENDING)
         .values(claimed_by=None, claimed_until_us=None)
     )
+    if delivery_ids is not None:
+        if not delivery_ids:
+            return
+        query = query.where(DELIVERY.delivery_id.in_(list(delivery_ids)))
+    conn.execute(query)

@@ -33,12 +33,10 @@ webhook = Table(
     Column("secret_encrypted", String(512), nullable=False),
     Column("created_us", BigInteger, nullable=False),
     Column("removed_us", BigInteger, nullable=True),
-    Column("delivered_through", BigInteger, nullable=False, server_default="0"),
     sqlite_autoincrement=True,
 )
 """Integrators' webhooks: where, which event kinds (space-separated), which accounts (a prefix),
-the signing secret (encrypted with the station's key), and the newest event id up to which
-every event has been handed to a delivery (the worker's place in the outbox)."""
+the signing secret (encrypted with the station's key)."""
 
 event = Table(
     "event",
@@ -74,10 +72,10 @@ webhook_delivery = Table(
     Column("delivered_us", BigInteger, nullable=True),
     sqlite_autoincrement=True,
 )
-"""One event to one webhook: ``pending`` (due at ``next_attempt_us``; a node that claimed it
-holds it until ``claimed_until_us``), ``delivered`` or ``failed`` (retries exhausted; it can be
-replayed), with the attempts made and how the last one ended."""
-Index("ix_webhook_delivery_due", webhook_delivery.c.state, webhook_delivery.c.next_attempt_us)
+"""One event to one webhook, made in the transaction that published the event: ``pending``
+(due at ``next_attempt_us``; a node that claimed it holds it until ``claimed_until_us``),
+``delivered`` or ``failed`` (retries exhausted; it can be replayed), with the attempts made and
+how the last one ended."""
 Index(
     "ix_webhook_delivery_event",
     webhook_delivery.c.webhook_id,
@@ -85,11 +83,9 @@ Index(
     unique=True,
 )
 Index(
-    "ix_webhook_delivery_order",
+    "ix_webhook_delivery_queue",
     webhook_delivery.c.webhook_id,
-    webhook_delivery.c.account_number,
     webhook_delivery.c.state,
     webhook_delivery.c.event_id,
 )
-"""What keeps each webhook's deliveries of one account in order: an earlier pending one of the
-same account is found without reading the webhook's other deliveries."""
+"""A webhook's queue: its pending deliveries, oldest event first, read without its others."""

@@ -1,0 +1,169 @@
+"""Webhook deliveries in the store, on SQLite and PostgreSQL: made in the transaction that
+publishes each event (by routing's bulk insert and by an operator's action alike), only for the
+webhooks that want the event and exist when it is published, never for a change rolled back;
+handed out as chains in event order for each account, claimed by one node at a time on a shared
+database; forgotten with their events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Engine
+
+from alarmhub.core import events as kinds
+from alarmhub.core import webhooks as rules
+from alarmhub.store import events, handling
+from alarmhub.store import schema as s
+from alarmhub.store import webhooks as store
+from alarmhub.store.engine import write_transaction
+from alarmhub.store.routing import SignalRouting
+from tests.support.store_station import SECOND, T0, act, route, station
+
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
+ACCOUNT = "700012"
+OTHER = "700013"
+KEY = Fernet(Fernet.generate_key())
+LEASE = 60 * SECOND
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    with station(tmp_path, {ACCOUNT: "Acme Widgets", OTHER: "Beta Books"}) as engine:
+        yield engine
+
+
+def add(engine: Engine, *event_kinds: str, accounts: str = "") -> int:
+    with write_transaction(engine) as conn:
+        webhook_id, _ = store.add(conn, KEY, "http://127.0.0.1:9/hook", event_kinds, accounts, T0)
+    return webhook_id
+
+
+def publish(engine: Engine, account: str, kind: str = kinds.ALARM_RAISED, at_us: int = T0) -> int:
+    """One event published as the station's actions do (under the counter's lock); its id."""
+
+    def work(conn: Connection) -> int:
+        events.publish(conn, kind, account, {"account": account}, at_us)
+        return events.newest(conn)
+
+    return act(engine, work, queues=True)
+
+
+def made(engine: Engine) -> list[tuple[int, int, str, str]]:
+    """(webhook id, event id, account, state) of every delivery, oldest first."""
+    d = s.webhook_delivery.c
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(d.webhook_id, d.event_id, d.account_number, d.state).order_by(d.delivery_id)
+        )
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def take(engine: Engine, now_us: int, limit: int = 100, **options: Any) -> list[list[int]]:
+    """The event ids of what :func:`store.take` hands out, chain by chain."""
+    with write_transaction(engine) as conn:
+        chains = store.take(conn, KEY, now_us, limit, **options)
+    return [[c.event_id for c in chain] for chain in chains]
+
+
+def test_deliveries_made_with_the_event_for_the_webhooks_that_want_it(engine: Engine) -> None:
+    before = publish(engine, ACCOUNT)  # no webhook yet: none is made later either
+    raised = add(engine, kinds.ALARM_RAISED)
+    ours = add(engine, kinds.ALARM_RAISED, kinds.ALARM_TAKEN, accounts="700013")
+    removed = add(engine, kinds.ALARM_RAISED)
+    with write_transaction(engine) as conn:
+        store.remove(conn, removed, T0)
+    first = publish(engine, ACCOUNT)
+    second = publish(engine, OTHER)
+    taken = publish(engine, OTHER, kinds.ALARM_TAKEN)
+    publish(engine, ACCOUNT, kinds.ALARM_RESOLVED)  # nobody's
+    assert before < first
+    assert made(engine) == [
+        (raised, first, ACCOUNT, "pending"),
+        (raised, second, OTHER, "pending"),
+        (ours, second, OTHER, "pending"),
+        (ours, taken, OTHER, "pending"),
+    ]
+
+
+def test_routing_and_operators_make_deliveries_and_a_rollback_makes_none(engine: Engine) -> None:
+    hook = add(engine, *kinds.KINDS)
+    (burglary,) = route(engine, [(ACCOUNT, "E130", "004")], T0, SignalRouting(engine, 1000, 2))
+    act(engine, lambda c: handling.sign_on(c, "001", T0, receiving=False), queues=True)
+    act(engine, lambda c: handling.take(c, "001", burglary, T0 + SECOND), queues=True)
+
+    def rolled_back(conn: Connection) -> None:
+        events.publish(conn, kinds.ALARM_RAISED, OTHER, {"account": OTHER}, T0)
+        raise RuntimeError("refused after the event was written")
+
+    with pytest.raises(RuntimeError), write_transaction(engine) as conn:
+        rolled_back(conn)
+    with engine.connect() as conn:
+        published = [(e.event_id, e.kind) for e in events.after(conn, 0, 100)]
+    assert [k for _, k in published] == [kinds.ALARM_RAISED, kinds.ALARM_TAKEN]
+    assert made(engine) == [(hook, e, ACCOUNT, "pending") for e, _ in published]
+
+
+def test_chains_in_event_order_waiting_behind_a_retry(engine: Engine) -> None:
+    add(engine, kinds.ALARM_RAISED)
+    a1, b1, a2, b2, a3 = (publish(engine, acc) for acc in (ACCOUNT, OTHER, ACCOUNT, OTHER, ACCOUNT))
+    assert take(engine, T0) == [[a1, a2, a3], [b1, b2]]
+    assert take(engine, T0, limit=3) == [[a1, a2], [b1]]
+    first = delivery_of(engine, a1)
+    with write_transaction(engine) as conn:  # a1 failed: retried in 8 s
+        retry = store.Outcome(first, rules.PENDING, 1, 500, "answered HTTP 500", T0 + 8 * SECOND)
+        store.record(conn, [retry], T0)
+    assert take(engine, T0 + SECOND) == [[b1, b2]]
+    assert take(engine, T0 + 9 * SECOND) == [[a1, a2, a3], [b1, b2]]
+    # this node sends b1 (held) and has delivered a1 (not recorded yet: passed over)
+    held, passed = {delivery_of(engine, b1)}, {first}
+    assert take(engine, T0 + 9 * SECOND, held=held, passed=passed) == [[a2, a3]]
+
+
+def test_a_claim_holds_a_chain_for_one_node_until_recorded_or_released(engine: Engine) -> None:
+    add(engine, kinds.ALARM_RAISED)
+    a1, a2 = publish(engine, ACCOUNT), publish(engine, ACCOUNT)
+    b1 = publish(engine, OTHER)
+    assert take(engine, T0, limit=2, claim=("n1", LEASE)) == [[a1, a2]]
+    assert take(engine, T0, claim=("n2", LEASE)) == [[b1]]  # the other node: what is left
+    assert take(engine, T0, claim=("n2", LEASE)) == []
+    with write_transaction(engine) as conn:
+        store.record(conn, [store.Outcome(delivery_of(engine, a1), rules.DELIVERED, 1, 204,
+                                          None, None)], T0)  # fmt: skip
+        store.release(conn, "n2", [delivery_of(engine, a2)])  # not n2's: left alone
+    assert take(engine, T0, claim=("n2", LEASE)) == []
+    with write_transaction(engine) as conn:
+        store.release(conn, "n1", [delivery_of(engine, a2)])
+    assert take(engine, T0, claim=("n2", LEASE)) == [[a2]]
+    assert take(engine, T0 + LEASE + 1, claim=("n1", LEASE)) == [[a2], [b1]]  # leases ran out
+
+
+def test_deliveries_are_forgotten_with_their_events(engine: Engine) -> None:
+    add(engine, kinds.ALARM_RAISED)
+    old = publish(engine, ACCOUNT, at_us=T0)
+    new = publish(engine, ACCOUNT, at_us=T0 + 6 * 24 * 3600 * SECOND)
+    with write_transaction(engine) as conn:
+        assert events.forget(conn, T0 + 7 * 24 * 3600 * SECOND + SECOND) == 1
+    assert [e for _, e, _, _ in made(engine)] == [new]
+    assert old < new
+
+
+def delivery_of(engine: Engine, event_id: int) -> int:
+    d = s.webhook_delivery.c
+    with engine.connect() as conn:
+        return int(conn.execute(select(d.delivery_id).where(d.event_id == event_id)).scalar_one())
+
+
+def test_a_removed_webhook_is_handed_nothing(engine: Engine) -> None:
+    hook = add(engine, kinds.ALARM_RAISED)
+    publish(engine, ACCOUNT)
+    with write_transaction(engine) as conn:
+        store.remove(conn, hook, T0)
+        conn.execute(update(s.webhook_delivery).values(state=rules.PENDING))  # even if pending
+    assert take(engine, T0) == []
