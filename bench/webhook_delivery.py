@@ -4,8 +4,9 @@ path with the receiver answering and hanging.
 
 What is measured: (1) for every event delivered, the time from its commit (``event.at_us``) to
 its arrival at the receiver (p50, p99); (2) the signal path's latency (``POST /rx``, planned send
-to ``200``) while the receiver answers and while it hangs (every request held until the
-attempt's 10 s run out). Both clocks are this machine's wall clock.
+to ``200``) and the CPU of node and writer a signal, with no webhook yet, then while the receiver
+answers, then while it hangs (every request held until the attempt's 10 s run out). Both clocks
+are this machine's wall clock.
 
 How: a fresh SQLite data directory provisioned like ``pending_latency.py`` (whose load
 generator this uses, open loop at ``--rate``), a node (``alarmhub serve``), a webhook on every
@@ -24,6 +25,7 @@ import asyncio
 import json
 import math
 import multiprocessing as mp
+import os
 import shutil
 import signal
 import sqlite3
@@ -74,6 +76,8 @@ def receiver_process(port: int, hang: Any, stop: Any, out: Any) -> None:
                 writer.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:  # the receiver stops while it holds a request
+            return
         finally:
             writer.close()
 
@@ -143,6 +147,18 @@ def answer_ms(results: list[tuple[int, int, float, float]]) -> dict[str, float]:
             "p99": percentile(ok, 0.99), "max": ok[-1] if ok else math.inf}  # fmt: skip
 
 
+def node_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system) of the node and its children (the writer process)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        pids += [int(p) for p in (task / "children").read_text().split()]
+    ticks = 0
+    for p in pids:
+        fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def event_count(db: Path) -> int:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         return int(conn.execute("SELECT count(*) FROM event").fetchone()[0])
@@ -184,23 +200,28 @@ def main() -> None:
                  "account.test_started", "account.test_ended", "supervision.failed",
                  "supervision.restored")  # fmt: skip
         options = [a for kind in kinds for a in ("--event", kind)]
-        alarmhub(data_dir, "webhook", "add", f"http://127.0.0.1:{receiver_port}/hook", *options)
+        cpu = [node_cpu_seconds(node.pid)]
+        baseline = load(port, token, args.accounts, 0, args.rate, args.hang_duration)
+        cpu.append(node_cpu_seconds(node.pid))
+        first = int(args.rate * args.hang_duration)
         mode = args.events
         if mode == "auto":
-            load(port, token, args.accounts, 0, 50, 1.0)
-            time.sleep(1.0)
             mode = "signals" if event_count(db) else "side"
+        alarmhub(data_dir, "webhook", "add", f"http://127.0.0.1:{receiver_port}/hook", *options)
         print(f"data dir {data_dir}; node on {port}; events from: {mode}", flush=True)
-        first = 100
         if mode == "side":
             side_args = (f"sqlite:///{db}", args.rate, args.accounts, side_stop)
             side = ctx.Process(target=publisher_process, args=side_args)
             side.start()
+        cpu.append(node_cpu_seconds(node.pid))
         calm = load(port, token, args.accounts, first, args.rate, args.duration)
+        cpu.append(node_cpu_seconds(node.pid))
         first += int(args.rate * args.duration)
         hang.value = 1
         time.sleep(2.0)  # the worker's slots fill with requests that hang
+        cpu.append(node_cpu_seconds(node.pid))
         hanging = load(port, token, args.accounts, first, args.rate, args.hang_duration)
+        cpu.append(node_cpu_seconds(node.pid))
         side_stop.set()
         if side is not None:
             side.join(timeout=30)
@@ -216,7 +237,8 @@ def main() -> None:
             receiver.kill()
 
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        at = dict(conn.execute("SELECT event_id, at_us FROM event").fetchall())
+        at = dict(conn.execute("SELECT e.event_id, e.at_us FROM event e JOIN webhook_delivery d"
+                               " ON d.event_id = e.event_id").fetchall())  # fmt: skip
         states = dict(conn.execute(
             "SELECT state, count(*) FROM webhook_delivery GROUP BY state").fetchall())  # fmt: skip
     first_receipt: dict[int, float] = {}
@@ -229,8 +251,14 @@ def main() -> None:
         "events_from": mode, "events": len(at), "delivered": len(first_receipt),
         "deliveries_by_state": states, "commit_to_receipt_s": {"p50": p50, "p99": p99,
         "max": delays[-1] if delays else math.inf},
+        "signal_ms_no_webhook": answer_ms(baseline),
         "signal_ms_receiver_answering": answer_ms(calm),
         "signal_ms_receiver_hanging": answer_ms(hanging),
+        "cpu_us_per_signal_node_and_writer": {
+            "no_webhook": (cpu[1] - cpu[0]) / len(baseline) * 1e6,
+            "receiver_answering": (cpu[3] - cpu[2]) / len(calm) * 1e6,
+            "receiver_hanging": (cpu[5] - cpu[4]) / len(hanging) * 1e6,
+        },
     }  # fmt: skip
     print(json.dumps(result, indent=2))
     verdict = "met" if p99 < TARGET_P99_S else "NOT met"

@@ -44,7 +44,7 @@ from alarmhub.webhook_http import WebhookHttp
 
 log = logging.getLogger("alarmhub.webhooks")
 POLL_SECONDS = 0.05
-TURN_SECONDS = 0.01
+TURN_SECONDS = 0.02
 """Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2

@@ -217,6 +217,7 @@ class Claimed:
     lease_until_us: int | None  # after this another node may claim it (None: no other node)
 
 
+_HOOKS = select(HOOK.webhook_id).where(HOOK.removed_us.is_(None)).order_by(HOOK.webhook_id)
 _QUEUE = (
     select(
         DELIVERY.delivery_id,
@@ -248,11 +249,7 @@ def take(
     each webhook's deliveries are handed out by one node at a time (its row locked; a webhook
     another node is handing out is skipped) and those taken are claimed until ``now_us +
     lease_us``. Without it (the only node, SQLite) this is a read."""
-    hooks = (
-        select(HOOK.webhook_id).where(HOOK.removed_us.is_(None)).order_by(HOOK.webhook_id)
-    )  # fmt: skip
-    if claim is not None:
-        hooks = hooks.with_for_update(skip_locked=True)
+    hooks = _HOOKS if claim is None else _HOOKS.with_for_update(skip_locked=True)
     chains: list[list[int]] = []
     read = QUEUE_READ + len(passed) + len(held)
     for webhook_id in conn.execute(hooks).scalars().all():
@@ -280,24 +277,30 @@ def take(
     return [[found[i] for i in chain] for chain in chains]
 
 
+_CLAIMED = (
+    select(
+        DELIVERY.delivery_id,
+        DELIVERY.webhook_id,
+        DELIVERY.event_id,
+        DELIVERY.attempts,
+        HOOK.url,
+        HOOK.secret_encrypted,
+        EVENT.body,
+    )
+    .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
+    .join(schema.event, EVENT.event_id == DELIVERY.event_id)
+    .where(DELIVERY.delivery_id.in_(bindparam("ids", expanding=True)))
+)
+
+
 def _claimed(
     conn: Connection, key: Fernet, ids: Sequence[int], lease_until: int | None
 ) -> dict[int, Claimed]:
-    rows = conn.execute(
-        select(
-            DELIVERY.delivery_id,
-            DELIVERY.webhook_id,
-            DELIVERY.event_id,
-            DELIVERY.attempts,
-            HOOK.url,
-            HOOK.secret_encrypted,
-            EVENT.body,
-        )
-        .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
-        .join(schema.event, EVENT.event_id == DELIVERY.event_id)
-        .where(DELIVERY.delivery_id.in_(ids))
-    ).all()
-    secrets = {r.webhook_id: _secret(key, r.secret_encrypted) for r in rows}  # once a webhook
+    rows = conn.execute(_CLAIMED, {"ids": ids}).all()
+    secrets: dict[int, str | None] = {}
+    for r in rows:  # decrypted once a webhook
+        if r.webhook_id not in secrets:
+            secrets[r.webhook_id] = _secret(key, r.secret_encrypted)
     return {
         r.delivery_id: Claimed(r.delivery_id, r.webhook_id, r.url, secrets[r.webhook_id],
                                r.event_id, r.body.encode("utf-8"), r.attempts, lease_until)
