@@ -6,7 +6,7 @@ exception, pages followed for you, the event stream resumed where it stopped.
 >>> account, etag = api.get_with_etag("/accounts/700001")
 >>> api.put("/accounts/700001", {**account, "city": "Springfield"}, if_match=etag)
 >>> for account in api.pages("/accounts"):
-...     print(account["account_number"])
+...     print(account["account"])
 >>> for event in api.events(last_event_id="evt_41"):
 ...     print(event.id, event.kind, event.data["data"]["hist_text"])
 """

@@ -17,17 +17,28 @@ from sqlalchemy import select
 
 from alarmhub.store import accounts
 from alarmhub.store import schema as s
-from tests.support.api_keys_station import BASE, ApiHub, Row, api_hub, refused
+from tests.support.api_station import BASE, ApiHub, api_hub, problem
+from tests.support.node_hub import Row
 from tests.support.processes import cli
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 MANY = 10_000  # accounts 800000..809999, for pagination
+KEYS = {
+    "admin": (("accounts:read", "accounts:write"), ""),
+    "reader": (("accounts:read",), ""),
+    "alarms": (("alarms:read",), ""),
+    "dealer1": (("accounts:read", "accounts:write"), "7001"),
+    "dealer2": (("accounts:read", "accounts:write"), "70002"),
+    "gone": (("accounts:read",), ""),  # revoked
+}
+AGENCIES = [("SPD", "police", "SPRINGFIELD PD"), ("SFD", "fire", "SPRINGFIELD FD")]
 
 
 @pytest.fixture(scope="module")
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiHub]:
-    with api_hub(tmp_path_factory.mktemp("api_accounts"), MANY) as hub:
+    data_dir = tmp_path_factory.mktemp("api_accounts")
+    with api_hub(data_dir, KEYS, revoked=["gone"], agencies=AGENCIES, bulk=MANY) as hub:
         yield hub
 
 
@@ -45,11 +56,11 @@ def test_a_key_reads_its_own_name_scopes_and_range(hub: ApiHub) -> None:
 def test_no_key_a_wrong_key_and_a_revoked_key_get_the_same_401(hub: ApiHub) -> None:
     client = hub.station.client
     bodies = [
-        refused(client.get(f"{BASE}/accounts/700001"), 401, "API-AUTH"),
-        refused(hub.call("gone", "GET", "/accounts/700001"), 401, "API-AUTH"),
+        problem(client.get(f"{BASE}/accounts/700001"), 401, "API-AUTH"),
+        problem(hub.call("gone", "GET", "/accounts/700001"), 401, "API-AUTH"),
     ]
     hub.keys["wrong"] = "ahk_" + "x" * 43
-    bodies.append(refused(hub.call("wrong", "GET", "/accounts/700001"), 401, "API-AUTH"))
+    bodies.append(problem(hub.call("wrong", "GET", "/accounts/700001"), 401, "API-AUTH"))
     # a malformed key and one that was never made answer alike
     assert bodies[1] == bodies[2]
     assert all(b["code"] == "API-AUTH" for b in bodies)
@@ -64,7 +75,7 @@ def test_an_account_is_created_read_replaced_and_deleted(hub: ApiHub) -> None:
         "phone": "555-0100", "agencies": {"police": "SPD", "fire": "SFD"}, "permit": "P-77",
         "test_interval": 24, "duress_code": "help123",
     }  # fmt: skip
-    created = hub.call("admin", "PUT", "/accounts/700101", json=body)
+    created = hub.call("admin", "PUT", "/accounts/700101", body)
     assert created.status_code == 201, created.text
     resource = created.json()
     assert resource == {
@@ -77,18 +88,18 @@ def test_an_account_is_created_read_replaced_and_deleted(hub: ApiHub) -> None:
     read = hub.call("admin", "GET", "/accounts/700101")
     assert read.json() == resource and read.headers["etag"] == created.headers["etag"]
 
-    replaced = hub.ok("admin", "PUT", "/accounts/700101", json={"name": "Corner Shop Ltd"})
+    replaced = hub.ok("admin", "PUT", "/accounts/700101", {"name": "Corner Shop Ltd"})
     assert replaced["name"] == "Corner Shop Ltd" and replaced["street"] == ""
     assert replaced["agencies"] == {"police": None, "fire": None, "medical": None}
     assert replaced["test_interval"] is None and replaced["permit"] == ""
     assert replaced["has_duress_code"] is True  # kept unless named: null clears it
-    cleared = hub.ok("admin", "PUT", "/accounts/700101", json={"name": "X", "duress_code": None})
+    cleared = hub.ok("admin", "PUT", "/accounts/700101", {"name": "X", "duress_code": None})
     assert cleared["has_duress_code"] is False
 
     assert hub.call("admin", "DELETE", "/accounts/700101").status_code == 204
-    refused(hub.call("admin", "GET", "/accounts/700101"), 404, "API-NOTFOUND")
-    refused(hub.call("admin", "DELETE", "/accounts/700101"), 404, "API-NOTFOUND")
-    assert hub.history("700101") == [
+    problem(hub.call("admin", "GET", "/accounts/700101"), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "DELETE", "/accounts/700101"), 404, "API-NOTFOUND")
+    assert hub.audit_texts("700101") == [
         "API admin: PUT ACCOUNT",
         "API admin: PUT ACCOUNT",
         "API admin: PUT ACCOUNT",
@@ -103,8 +114,8 @@ def test_an_account_is_created_read_replaced_and_deleted(hub: ApiHub) -> None:
 )
 def test_a_body_that_is_not_a_json_object_is_422(hub: ApiHub, content: bytes) -> None:
     answer = hub.call("admin", "PUT", "/accounts/700102", content=content)
-    refused(answer, 422, "API-INPUT")
-    refused(hub.call("admin", "GET", "/accounts/700102"), 404, "API-NOTFOUND")
+    problem(answer, 422, "API-INPUT")
+    problem(hub.call("admin", "GET", "/accounts/700102"), 404, "API-NOTFOUND")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +131,7 @@ def test_a_body_that_is_not_a_json_object_is_422(hub: ApiHub, content: bytes) ->
     ],
 )
 def test_a_member_of_the_wrong_type_is_422(hub: ApiHub, body: Row) -> None:
-    refused(hub.call("admin", "PUT", "/accounts/700103", json=body), 422, "API-INPUT")
+    problem(hub.call("admin", "PUT", "/accounts/700103", body), 422, "API-INPUT")
 
 
 @pytest.mark.parametrize(
@@ -144,54 +155,54 @@ def test_a_member_of_the_wrong_type_is_422(hub: ApiHub, body: Row) -> None:
 def test_a_bad_value_or_an_unknown_member_is_422_and_changes_nothing(
     hub: ApiHub, body: Row
 ) -> None:
-    refused(hub.call("admin", "PUT", "/accounts/700104", json=body), 422, "API-INPUT")
-    refused(hub.call("admin", "GET", "/accounts/700104"), 404, "API-NOTFOUND")
-    assert hub.history("700104") == []
+    problem(hub.call("admin", "PUT", "/accounts/700104", body), 422, "API-INPUT")
+    problem(hub.call("admin", "GET", "/accounts/700104"), 404, "API-NOTFOUND")
+    assert hub.audit_texts("700104") == []
 
 
 @pytest.mark.parametrize("number", ["7001234567", "70%00", "70%C3%A9", "70%20"])
 def test_a_bad_account_number_is_422_to_create_and_404_to_read(hub: ApiHub, number: str) -> None:
-    refused(hub.call("admin", "PUT", f"/accounts/{number}", json={"name": "A"}), 422, "API-INPUT")
-    refused(hub.call("admin", "GET", f"/accounts/{number}"), 404, "API-NOTFOUND")
-    refused(hub.call("admin", "GET", f"/accounts/{number}/zones"), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "PUT", f"/accounts/{number}", {"name": "A"}), 422, "API-INPUT")
+    problem(hub.call("admin", "GET", f"/accounts/{number}"), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "GET", f"/accounts/{number}/zones"), 404, "API-NOTFOUND")
 
 
 def test_a_stale_etag_is_412_and_the_current_one_goes_ahead(hub: ApiHub) -> None:
-    first = hub.call("admin", "PUT", "/accounts/700105", json={"name": "One"})
+    first = hub.call("admin", "PUT", "/accounts/700105", {"name": "One"})
     tag = first.headers["etag"]
     second = hub.call(
-        "admin", "PUT", "/accounts/700105", json={"name": "Two"}, headers={"If-Match": tag}
+        "admin", "PUT", "/accounts/700105", {"name": "Two"}, headers={"If-Match": tag}
     )
     assert second.status_code == 200, second.text
     stale = {"If-Match": tag}
-    refused(
-        hub.call("admin", "PUT", "/accounts/700105", json={"name": "Three"}, headers=stale),
+    problem(
+        hub.call("admin", "PUT", "/accounts/700105", {"name": "Three"}, headers=stale),
         412,
         "API-ETAG",
     )
-    refused(hub.call("admin", "DELETE", "/accounts/700105", headers=stale), 412, "API-ETAG")
+    problem(hub.call("admin", "DELETE", "/accounts/700105", headers=stale), 412, "API-ETAG")
     assert hub.ok("admin", "GET", "/accounts/700105")["name"] == "Two"
     missing = {"If-Match": tag}
-    answer = hub.call("admin", "PUT", "/accounts/700106", json={"name": "N"}, headers=missing)
-    refused(answer, 412, "API-ETAG")
+    answer = hub.call("admin", "PUT", "/accounts/700106", {"name": "N"}, headers=missing)
+    problem(answer, 412, "API-ETAG")
     current = {"If-Match": second.headers["etag"]}
     assert hub.call("admin", "DELETE", "/accounts/700105", headers=current).status_code == 204
 
 
 def test_an_account_with_an_open_alarm_is_not_deleted(hub: ApiHub) -> None:
     hub.post("700007")
-    refused(hub.call("admin", "DELETE", "/accounts/700007"), 409, "API-CONFLICT")
+    problem(hub.call("admin", "DELETE", "/accounts/700007"), 409, "API-CONFLICT")
     assert hub.ok("admin", "GET", "/accounts/700007")["account"] == "700007"
-    assert "API admin: DELETE ACCOUNT" not in hub.history("700007")
+    assert "API admin: DELETE ACCOUNT" not in hub.audit_texts("700007")
 
 
 def test_scopes_are_checked(hub: ApiHub) -> None:
-    refused(hub.call("reader", "PUT", "/accounts/700108", json={"name": "A"}), 403, "API-SCOPE")
-    refused(hub.call("reader", "DELETE", "/accounts/700001"), 403, "API-SCOPE")
-    refused(hub.call("reader", "PUT", "/accounts/700001/zones/1", json={}), 403, "API-SCOPE")
-    refused(hub.call("reader", "POST", "/accounts/700001/contacts", json={}), 403, "API-SCOPE")
-    refused(hub.call("alarms", "GET", "/accounts/700001"), 403, "API-SCOPE")
-    refused(hub.call("alarms", "GET", "/accounts"), 403, "API-SCOPE")
+    problem(hub.call("reader", "PUT", "/accounts/700108", {"name": "A"}), 403, "API-SCOPE")
+    problem(hub.call("reader", "DELETE", "/accounts/700001"), 403, "API-SCOPE")
+    problem(hub.call("reader", "PUT", "/accounts/700001/zones/1", {}), 403, "API-SCOPE")
+    problem(hub.call("reader", "POST", "/accounts/700001/contacts", {}), 403, "API-SCOPE")
+    problem(hub.call("alarms", "GET", "/accounts/700001"), 403, "API-SCOPE")
+    problem(hub.call("alarms", "GET", "/accounts"), 403, "API-SCOPE")
     assert hub.ok("reader", "GET", "/accounts/700001")["account"] == "700001"
 
 
@@ -227,24 +238,23 @@ def test_a_dealer_key_cannot_tell_another_dealer_s_account_exists(
     with hub.engine.connect() as conn:
         assert accounts.account_row(conn, FOREIGN) is not None
         assert accounts.account_row(conn, missing) is None
-    kwargs = {} if body is None else {"json": body}
-    theirs = hub.call("dealer1", method, f"/accounts/{FOREIGN}{tail}", **kwargs)
-    absent = hub.call("dealer1", method, f"/accounts/{missing}{tail}", **kwargs)
-    refused(absent, 404, "API-NOTFOUND")
+    theirs = hub.call("dealer1", method, f"/accounts/{FOREIGN}{tail}", body)
+    absent = hub.call("dealer1", method, f"/accounts/{missing}{tail}", body)
+    problem(absent, 404, "API-NOTFOUND")
     assert theirs.status_code == 404
     assert theirs.headers == absent.headers
     assert theirs.content == absent.content.replace(missing.encode(), FOREIGN.encode())
     assert hub.ok("admin", "GET", f"/accounts/{FOREIGN}")["name"] == "Subscriber 21"
-    assert hub.history(FOREIGN) == []
+    assert hub.audit_texts(FOREIGN) == []
 
 
 def test_a_dealer_key_creates_only_in_its_range_and_lists_only_it(hub: ApiHub) -> None:
-    outside = hub.call("dealer1", "PUT", "/accounts/700099", json={"name": "A"})
-    refused(outside, 404, "API-NOTFOUND")
-    refused(hub.call("admin", "GET", "/accounts/700099"), 404, "API-NOTFOUND")
-    made = hub.call("dealer1", "PUT", "/accounts/700150", json={"name": "Dealer Site"})
+    outside = hub.call("dealer1", "PUT", "/accounts/700099", {"name": "A"})
+    problem(outside, 404, "API-NOTFOUND")
+    problem(hub.call("admin", "GET", "/accounts/700099"), 404, "API-NOTFOUND")
+    made = hub.call("dealer1", "PUT", "/accounts/700150", {"name": "Dealer Site"})
     assert made.status_code == 201, made.text
-    hub.ok("dealer1", "PUT", "/accounts/700151", 201, json={"name": "Dealer Site 2"})
+    hub.ok("dealer1", "PUT", "/accounts/700151", {"name": "Dealer Site 2"}, status=201)
     listed = hub.ok("dealer1", "GET", "/accounts", params={"limit": 1})
     assert [a["account"] for a in listed["items"]] == ["700150"] or listed["items"][0][
         "account"
@@ -253,7 +263,7 @@ def test_a_dealer_key_creates_only_in_its_range_and_lists_only_it(hub: ApiHub) -
     numbers = [a["account"] for a in everything["items"]]
     assert {"700150", "700151"} <= set(numbers) and numbers == sorted(numbers)
     assert all(n.startswith("7001") for n in numbers) and everything["next_cursor"] is None
-    assert hub.history("700150") == ["API dealer1: PUT ACCOUNT"]
+    assert hub.audit_texts("700150") == ["API dealer1: PUT ACCOUNT"]
 
 
 # pagination ------------------------------------------------------------------------------------
@@ -286,16 +296,17 @@ def test_every_account_is_on_exactly_one_page_in_order(hub: ApiHub) -> None:
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=1001", "limit=ten", "cursor=x", "cursor=_w"])
 def test_a_bad_page_request_is_422(hub: ApiHub, query: str) -> None:
-    refused(hub.call("admin", "GET", f"/accounts?{query}"), 422, "API-INPUT")
+    problem(hub.call("admin", "GET", f"/accounts?{query}"), 422, "API-INPUT")
 
 
 def test_the_command_line_removes_an_account_as_the_api_does(hub: ApiHub) -> None:
-    hub.ok("admin", "PUT", "/accounts/700107/zones/1", 404, json={"description": "D"})
-    hub.ok("admin", "PUT", "/accounts/700107", 201, json={"name": "Short Lived"})
-    hub.ok("admin", "PUT", "/accounts/700107/zones/1", 201, json={"description": "D"})
+    gone = hub.call("admin", "PUT", "/accounts/700107/zones/1", {"description": "D"})
+    problem(gone, 404, "API-NOTFOUND")
+    hub.ok("admin", "PUT", "/accounts/700107", {"name": "Short Lived"}, status=201)
+    hub.ok("admin", "PUT", "/accounts/700107/zones/1", {"description": "D"}, status=201)
     cli(hub.station.data_dir, "account", "remove", "700107")
-    refused(hub.call("admin", "GET", "/accounts/700107"), 404, "API-NOTFOUND")
-    hub.ok("admin", "PUT", "/accounts/700107", 201, json={"name": "Back Again"})
+    problem(hub.call("admin", "GET", "/accounts/700107"), 404, "API-NOTFOUND")
+    hub.ok("admin", "PUT", "/accounts/700107", {"name": "Back Again"}, status=201)
     assert hub.ok("admin", "GET", "/accounts/700107/zones")["items"] == []
     refusal = cli(hub.station.data_dir, "account", "remove", "700199", check=False)
     assert refusal.returncode != 0 and "no account" in refusal.stderr

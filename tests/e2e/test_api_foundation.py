@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.api_station import ApiHub, api_hub, problem
-from tests.support.processes import cli
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -25,8 +24,7 @@ KEYS = {
 @pytest.fixture(scope="module")
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiHub]:
     data_dir: Path = tmp_path_factory.mktemp("api-foundation")
-    with api_hub(data_dir, KEYS) as hub:
-        cli(data_dir, "apikey", "revoke", "gone")
+    with api_hub(data_dir, KEYS, revoked=["gone"]) as hub:
         yield hub
 
 

@@ -15,14 +15,16 @@ import pytest
 from sqlalchemy import select
 
 from alarmhub.store import schema as s
-from tests.support.api_keys_station import ApiHub, api_hub, refused
+from tests.support.api_station import ApiHub, api_hub, problem
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
+KEYS = {"admin": (("accounts:read", "accounts:write"), "")}
 
 
 @pytest.fixture(scope="module")
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiHub]:
-    with api_hub(tmp_path_factory.mktemp("api_response")) as hub:
+    with api_hub(tmp_path_factory.mktemp("api_response"), KEYS) as hub:
         yield hub
 
 
@@ -31,28 +33,28 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiH
 
 def test_a_zone_is_set_read_changed_and_removed(hub: ApiHub) -> None:
     path = "/accounts/700001/zones"
-    made = hub.call("admin", "PUT", f"{path}/5", json={"description": "BACK DOOR"})
+    made = hub.call("admin", "PUT", f"{path}/5", {"description": "BACK DOOR"})
     assert made.status_code == 201, made.text
     zone = {"zone": "005", "area": "", "description": "BACK DOOR", "equipment": ""}
     assert made.json() == zone
     hub.ok(
-        "admin", "PUT", f"{path}/5?area=2", 201, json={"description": "SAFE", "equipment": "PIR"}
+        "admin", "PUT", f"{path}/5?area=2", {"description": "SAFE", "equipment": "PIR"}, status=201
     )
     assert hub.ok("admin", "GET", f"{path}/005") == zone
     assert hub.ok("admin", "GET", f"{path}/5?area=02")["description"] == "SAFE"
     assert [z["area"] for z in hub.ok("admin", "GET", path)["items"]] == ["", "02"]
 
     stale = {"If-Match": made.headers["etag"]}
-    hub.ok("admin", "PUT", f"{path}/5", json={"description": "FRONT DOOR"}, headers=stale)
-    answer = hub.call("admin", "PUT", f"{path}/5", json={"description": "X"}, headers=stale)
-    refused(answer, 412, "API-ETAG")
+    hub.ok("admin", "PUT", f"{path}/5", {"description": "FRONT DOOR"}, headers=stale)
+    answer = hub.call("admin", "PUT", f"{path}/5", {"description": "X"}, headers=stale)
+    problem(answer, 412, "API-ETAG")
     assert hub.ok("admin", "GET", f"{path}/5")["description"] == "FRONT DOOR"
 
     assert hub.call("admin", "DELETE", f"{path}/5").status_code == 204
-    refused(hub.call("admin", "GET", f"{path}/5"), 404, "API-NOTFOUND")
-    refused(hub.call("admin", "DELETE", f"{path}/5"), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "GET", f"{path}/5"), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "DELETE", f"{path}/5"), 404, "API-NOTFOUND")
     assert hub.ok("admin", "GET", f"{path}/5?area=2")["description"] == "SAFE"
-    assert hub.history("700001") == [
+    assert hub.audit_texts("700001") == [
         "API admin: PUT ZONE 005",
         "API admin: PUT ZONE 005 AREA 02",
         "API admin: PUT ZONE 005",
@@ -76,26 +78,26 @@ def test_a_zone_is_set_read_changed_and_removed(hub: ApiHub) -> None:
 def test_a_bad_zone_is_422_and_changes_nothing(
     hub: ApiHub, zone: str, body: dict[str, Any]
 ) -> None:
-    answer = hub.call("admin", "PUT", f"/accounts/700002/zones/{zone}", json=body)
-    refused(answer, 422, "API-INPUT")
+    answer = hub.call("admin", "PUT", f"/accounts/700002/zones/{zone}", body)
+    problem(answer, 422, "API-INPUT")
     assert hub.ok("admin", "GET", "/accounts/700002/zones")["items"] == []
-    assert hub.history("700002") == []
+    assert hub.audit_texts("700002") == []
 
 
 def test_a_panel_user_is_set_read_changed_and_removed(hub: ApiHub) -> None:
     path = "/accounts/700003/users"
-    assert hub.ok("admin", "PUT", f"{path}/7", 201, json={"name": "JOHN"}) == {
+    assert hub.ok("admin", "PUT", f"{path}/7", {"name": "JOHN"}, status=201) == {
         "user": "007",
         "name": "JOHN",
     }
-    assert hub.ok("admin", "PUT", f"{path}/007", json={"name": "JANE"})["name"] == "JANE"
+    assert hub.ok("admin", "PUT", f"{path}/007", {"name": "JANE"})["name"] == "JANE"
     assert hub.ok("admin", "GET", path)["items"] == [{"user": "007", "name": "JANE"}]
-    refused(hub.call("admin", "PUT", f"{path}/8", json={"name": ""}), 422, "API-INPUT")
-    refused(hub.call("admin", "PUT", f"{path}/x", json={"name": "A"}), 422, "API-INPUT")
-    refused(hub.call("admin", "PUT", f"{path}/8", json={"nom": "A"}), 422, "API-INPUT")
+    problem(hub.call("admin", "PUT", f"{path}/8", {"name": ""}), 422, "API-INPUT")
+    problem(hub.call("admin", "PUT", f"{path}/x", {"name": "A"}), 422, "API-INPUT")
+    problem(hub.call("admin", "PUT", f"{path}/8", {"nom": "A"}), 422, "API-INPUT")
     assert hub.call("admin", "DELETE", f"{path}/7").status_code == 204
-    refused(hub.call("admin", "GET", f"{path}/7"), 404, "API-NOTFOUND")
-    assert hub.history("700003") == [
+    problem(hub.call("admin", "GET", f"{path}/7"), 404, "API-NOTFOUND")
+    assert hub.audit_texts("700003") == [
         "API admin: PUT USER 007",
         "API admin: PUT USER 007",
         "API admin: DELETE USER 007",
@@ -110,8 +112,7 @@ def test_the_data_of_an_account_that_does_not_exist_is_404(hub: ApiHub) -> None:
         ("POST", "/accounts/799999/contacts", {"name": "N"}),
         ("PUT", "/accounts/799999/call-lists/PRIMARY", {"contacts": []}),
     ]:
-        kwargs = {} if body is None else {"json": body}
-        refused(hub.call("admin", method, path, **kwargs), 404, "API-NOTFOUND")
+        problem(hub.call("admin", method, path, body), 404, "API-NOTFOUND")
 
 
 # contacts ----------------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def test_a_contact_is_added_read_changed_and_removed_its_passcode_never_shown(hu
         "phones": [{"number": "555-0101"}, {"number": "555-0102", "kind": "home"}],
         "passcode": "blue-42",
     }  # fmt: skip
-    made = hub.call("admin", "POST", path, json=body)
+    made = hub.call("admin", "POST", path, body)
     assert made.status_code == 201, made.text
     contact = made.json()
     assert made.headers["location"].endswith(f"{path}/{contact['id']}")
@@ -146,22 +147,22 @@ def test_a_contact_is_added_read_changed_and_removed_its_passcode_never_shown(hu
     assert stored.startswith("$argon2") and "blue-42" not in stored
 
     tag = hub.call("admin", "GET", one).headers["etag"]
-    changed = hub.ok("admin", "PATCH", one, json={"notes": "two dogs", "passcode": None},
+    changed = hub.ok("admin", "PATCH", one, {"notes": "two dogs", "passcode": None},
                      headers={"If-Match": tag})  # fmt: skip
     assert changed["notes"] == "two dogs" and changed["has_passcode"] is False
     assert changed["email"] == "ann@example.com" and len(changed["phones"]) == 2
-    stale = hub.call("admin", "PATCH", one, json={"notes": "cat"}, headers={"If-Match": tag})
-    refused(stale, 412, "API-ETAG")
-    again = hub.ok("admin", "PATCH", one, json={"passcode": "red-77", "phones": []})
+    stale = hub.call("admin", "PATCH", one, {"notes": "cat"}, headers={"If-Match": tag})
+    problem(stale, 412, "API-ETAG")
+    again = hub.ok("admin", "PATCH", one, {"passcode": "red-77", "phones": []})
     assert again["has_passcode"] is True and again["phones"] == []
     assert "red-77" not in str(again)
 
     assert hub.call("admin", "DELETE", one).status_code == 204
-    refused(hub.call("admin", "GET", one), 404, "API-NOTFOUND")
-    refused(hub.call("admin", "PATCH", one, json={"notes": "x"}), 404, "API-NOTFOUND")
-    refused(hub.call("admin", "DELETE", one), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "GET", one), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "PATCH", one, {"notes": "x"}), 404, "API-NOTFOUND")
+    problem(hub.call("admin", "DELETE", one), 404, "API-NOTFOUND")
     n = contact["id"]
-    assert hub.history("700004") == [
+    assert hub.audit_texts("700004") == [
         f"API admin: POST CONTACT {n}",
         f"API admin: PATCH CONTACT {n}",
         f"API admin: PATCH CONTACT {n}",
@@ -190,15 +191,15 @@ def test_a_contact_is_added_read_changed_and_removed_its_passcode_never_shown(hu
     ],
 )
 def test_a_bad_contact_is_422_and_changes_nothing(hub: ApiHub, body: dict[str, Any]) -> None:
-    refused(hub.call("admin", "POST", "/accounts/700005/contacts", json=body), 422, "API-INPUT")
+    problem(hub.call("admin", "POST", "/accounts/700005/contacts", body), 422, "API-INPUT")
     assert hub.ok("admin", "GET", "/accounts/700005/contacts")["items"] == []
-    assert hub.history("700005") == []
+    assert hub.audit_texts("700005") == []
 
 
 def test_a_contact_name_is_unique_within_the_account(hub: ApiHub) -> None:
     path = "/accounts/700006/contacts"
-    hub.ok("admin", "POST", path, 201, json={"name": "Bob"})
-    refused(hub.call("admin", "POST", path, json={"name": "Bob"}), 422, "API-INPUT")
+    hub.ok("admin", "POST", path, {"name": "Bob"}, status=201)
+    problem(hub.call("admin", "POST", path, {"name": "Bob"}), 422, "API-INPUT")
 
 
 # call lists --------------------------------------------------------------------------------------
@@ -207,26 +208,26 @@ def test_a_contact_name_is_unique_within_the_account(hub: ApiHub) -> None:
 def test_a_call_list_is_set_in_order_and_read(hub: ApiHub) -> None:
     path = "/accounts/700008"
     ids = [
-        hub.ok("admin", "POST", f"{path}/contacts", 201, json={"name": name})["id"]
+        hub.ok("admin", "POST", f"{path}/contacts", {"name": name}, status=201)["id"]
         for name in ("First", "Second", "Third")
     ]
     lists = hub.ok("admin", "GET", f"{path}/call-lists")["items"]
     assert lists == [{"name": "PRIMARY", "contacts": ids}]
-    made = hub.call("admin", "PUT", f"{path}/call-lists/night", json={"contacts": ids[::-1]})
+    made = hub.call("admin", "PUT", f"{path}/call-lists/night", {"contacts": ids[::-1]})
     assert made.status_code == 201, made.text
     assert made.json() == {"name": "NIGHT", "contacts": ids[::-1]}
     stale = {"If-Match": made.headers["etag"]}
-    hub.ok("admin", "PUT", f"{path}/call-lists/NIGHT", json={"contacts": ids[1:]}, headers=stale)
-    answer = hub.call("admin", "PUT", f"{path}/call-lists/NIGHT", json={"contacts": ids},
+    hub.ok("admin", "PUT", f"{path}/call-lists/NIGHT", {"contacts": ids[1:]}, headers=stale)
+    answer = hub.call("admin", "PUT", f"{path}/call-lists/NIGHT", {"contacts": ids},
                       headers=stale)  # fmt: skip
-    refused(answer, 412, "API-ETAG")
+    problem(answer, 412, "API-ETAG")
     assert hub.ok("admin", "GET", f"{path}/call-lists")["items"] == [
         {"name": "NIGHT", "contacts": ids[1:]},
         {"name": "PRIMARY", "contacts": ids},
     ]
     contact = hub.ok("admin", "GET", f"{path}/contacts/{ids[1]}")
     assert {"name": "NIGHT", "order": 1} in contact["lists"]
-    assert hub.history("700008")[-2:] == ["API admin: PUT CALL LIST NIGHT"] * 2
+    assert hub.audit_texts("700008")[-2:] == ["API admin: PUT CALL LIST NIGHT"] * 2
 
 
 @pytest.mark.parametrize(
@@ -243,14 +244,14 @@ def test_a_call_list_is_set_in_order_and_read(hub: ApiHub) -> None:
     ],
 )
 def test_a_bad_call_list_is_422(hub: ApiHub, name: str, body: dict[str, Any]) -> None:
-    answer = hub.call("admin", "PUT", f"/accounts/700009/call-lists/{name}", json=body)
-    refused(answer, 422, "API-INPUT")
-    assert hub.history("700009") == []
+    answer = hub.call("admin", "PUT", f"/accounts/700009/call-lists/{name}", body)
+    problem(answer, 422, "API-INPUT")
+    assert hub.audit_texts("700009") == []
 
 
 def test_another_account_s_contact_cannot_join_a_call_list(hub: ApiHub) -> None:
-    theirs = hub.ok("admin", "POST", "/accounts/700011/contacts", 201, json={"name": "Eve"})["id"]
+    theirs = hub.ok("admin", "POST", "/accounts/700011/contacts", {"name": "Eve"}, status=201)["id"]
     answer = hub.call("admin", "PUT", "/accounts/700012/call-lists/PRIMARY",
-                      json={"contacts": [theirs]})  # fmt: skip
-    refused(answer, 422, "API-INPUT")
-    refused(hub.call("admin", "GET", f"/accounts/700012/contacts/{theirs}"), 404, "API-NOTFOUND")
+                      {"contacts": [theirs]})  # fmt: skip
+    problem(answer, 422, "API-INPUT")
+    problem(hub.call("admin", "GET", f"/accounts/700012/contacts/{theirs}"), 404, "API-NOTFOUND")

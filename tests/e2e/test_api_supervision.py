@@ -57,7 +57,7 @@ def test_a_dealer_sets_reads_and_clears_a_schedule(hub: ApiHub) -> None:
     answer = hub.call("dealer", "PUT", path, WEEKDAYS)
     assert answer.status_code == 200, answer.text
     shown, etag = answer.json(), answer.headers["etag"]
-    assert (shown["account_number"], shown["timezone"], shown["grace_min"]) == (
+    assert (shown["account"], shown["timezone"], shown["grace_min"]) == (
         "700001", "Europe/London", 15,
     )  # fmt: skip
     assert shown["late_to_open"] is True
@@ -147,7 +147,7 @@ def test_the_station_s_holidays(hub: ApiHub) -> None:
     answer = hub.call("station", "PUT", path, {"name": "Christmas Day"})
     assert answer.status_code == 200, answer.text
     holiday, etag = answer.json(), answer.headers["etag"]
-    assert holiday == {"date": "2027-12-25", "account_number": "", "name": "Christmas Day"}
+    assert holiday == {"date": "2027-12-25", "account": "", "name": "Christmas Day"}
     assert hub.ok("dealer", "GET", path) == holiday  # a ranged key reads them
     listed = hub.ok("dealer", "GET", "/holidays")
     assert holiday in listed["items"] and listed["next_cursor"] is None
@@ -173,7 +173,7 @@ def test_an_account_s_own_holidays(hub: ApiHub) -> None:
     assert [h["date"] for h in first["items"]] == ["2027-07-04"]
     rest = hub.ok("dealer", "GET", path, params={"cursor": first["next_cursor"]})
     assert rest == {
-        "items": [{"date": "2027-07-05", "account_number": "700005", "name": "Shop closed"}],
+        "items": [{"date": "2027-07-05", "account": "700005", "name": "Shop closed"}],
         "next_cursor": None,
     }
     assert hub.ok("reader", "GET", f"{path}/2027-07-04")["name"] == ""
@@ -225,7 +225,7 @@ def test_a_technician_puts_an_account_on_test(hub: ApiHub) -> None:
     problem(hub.call("tech", "GET", f"{path}/report"), 404, "API-NOTFOUND")
     body = {"minutes": 30, "zones": ["1"], "types": ["BURG"], "reason": "new keypad"}
     test = hub.ok("tech", "POST", path, body)
-    assert (test["account_number"], test["company_name"], test["by"]) == (
+    assert (test["account"], test["company_name"], test["by"]) == (
         account, "Subscriber 7", "tech",
     )  # fmt: skip
     assert (test["zones"], test["types"], test["reason"]) == (["001"], ["BURG"], "new keypad")

@@ -1,10 +1,11 @@
 """A node in the test's process for the integrator API's tests: the console's station (line C1
 masked ``70####``, accounts 700001..700030, its operators), API keys made by ``alarmhub apikey
-create``, and requests made with one of them."""
+create`` (some revoked, when asked), optionally agencies and many more accounts; the ``ApiHub``
+calls the API with a key by its name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,13 +14,17 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from alarmhub.store import schema
+from alarmhub.core.account import Account
+from alarmhub.store import provisioning, schema
 from tests.support.console_station import DNIS, provision_console
-from tests.support.node_hub import NodeHub, running
-from tests.support.processes import cli_json
+from tests.support.node_hub import NodeHub, Row, running
+from tests.support.processes import cli, cli_json
 
+BASE = "/api/v1"
 KeySpec = tuple[tuple[str, ...], str]
 """A key's scopes and its account range ('' : every account)."""
+Agency = tuple[str, str, str]
+"""An agency's code, kind and name, as ``alarmhub agency add`` takes them."""
 
 
 @dataclass
@@ -29,30 +34,27 @@ class ApiHub(NodeHub):
     keys: dict[str, str] = field(default_factory=dict)
 
     def call(
-        self,
-        key: str | None,
-        method: str,
-        path: str,
-        body: Any = None,
-        params: Mapping[str, str] | None = None,
-        headers: Mapping[str, str] | None = None,
+        self, key: str | None, method: str, path: str, body: Any = None, **more: Any
     ) -> httpx.Response:
-        """``method path`` under /api/v1 with the key named ``key`` (None: no key)."""
-        sent = dict(headers or {})
+        """``method path`` under /api/v1 with the key named ``key`` (None: no key), ``body`` as
+        its JSON (None: no body); ``more`` as httpx takes it (``params``, ``headers``,
+        ``content``)."""
+        headers = dict(more.pop("headers", None) or {})
         if key is not None:
-            sent["Authorization"] = f"Bearer {self.keys[key]}"
-        return self.station.client.request(
-            method, f"/api/v1{path}", json=body, params=params, headers=sent
-        )
+            headers["Authorization"] = f"Bearer {self.keys[key]}"
+        return self.station.client.request(method, BASE + path, json=body, headers=headers, **more)
 
-    def ok(self, key: str, method: str, path: str, body: Any = None, **more: Any) -> Any:
+    def ok(
+        self, key: str, method: str, path: str, body: Any = None, status: int = 200, **more: Any
+    ) -> Any:
+        """The answer's JSON, after checking its status and media type."""
         answer = self.call(key, method, path, body, **more)
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == status, answer.text[:500]
         assert answer.headers["content-type"] == "application/json"
         return answer.json()
 
     def audit_texts(self, account: str) -> list[str]:
-        """The HIST_TEXT of the account's API audit records, oldest first."""
+        """The HIST_TEXT of the account's API audit records ('': the station's), oldest first."""
         h = schema.history.c
         query = (
             select(h.hist_text)
@@ -63,9 +65,9 @@ class ApiHub(NodeHub):
             return [str(t) for t in conn.execute(query).scalars()]
 
 
-def problem(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
+def problem(answer: httpx.Response, status: int, code: str) -> Row:
     """A refusal's problem details, after checking its status, media type and code."""
-    assert answer.status_code == status, answer.text
+    assert answer.status_code == status, answer.text[:500]
     assert answer.headers["content-type"] == "application/problem+json"
     body = dict(answer.json())
     assert (body["status"], body["code"]) == (status, code), body
@@ -73,18 +75,34 @@ def problem(answer: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 
 @contextmanager
-def api_hub(data_dir: Path, keys: Mapping[str, KeySpec]) -> Iterator[ApiHub]:
-    """The console's station with ``keys`` made, its node running in this process (UTC)."""
+def api_hub(
+    data_dir: Path,
+    keys: Mapping[str, KeySpec],
+    *,
+    revoked: Iterable[str] = (),
+    agencies: Iterable[Agency] = (),
+    bulk: int = 0,
+) -> Iterator[ApiHub]:
+    """The console's station with ``keys`` made (those named in ``revoked`` then revoked),
+    ``agencies`` added and ``bulk`` more accounts (800000, 800001, ..., loaded by the store's
+    import as ``account import`` does), its node running in this process (UTC)."""
     token, engine = provision_console(data_dir)
+    if bulk:
+        provisioning.upsert_accounts(
+            engine, (Account(f"8{n:05d}", f"Bulk {n}") for n in range(bulk))
+        )
+    for code, kind, name in agencies:
+        cli(data_dir, "agency", "add", code, "--kind", kind, "--name", name)
     made: dict[str, str] = {}
     for name, (scopes, accounts) in keys.items():
         args = [a for scope in scopes for a in ("--scope", scope)]
         if accounts:
             args += ["--accounts", accounts]
-        created = cli_json(data_dir, "apikey", "create", "--name", name, *args, "--json")
+        created = cli_json(data_dir, "apikey", "create", "--name", name, *args)
         assert isinstance(created, dict)
         made[name] = str(created["key"])
-    env = {"ALARMHUB_TIMEZONE": "UTC"}
-    with running(ApiHub, data_dir, token, engine, DNIS, env=env) as hub:
+    for name in revoked:
+        cli(data_dir, "apikey", "revoke", name)
+    with running(ApiHub, data_dir, token, engine, DNIS, env={"ALARMHUB_TIMEZONE": "UTC"}) as hub:
         hub.keys.update(made)
         yield hub

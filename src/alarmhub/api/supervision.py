@@ -13,6 +13,9 @@ the node's writer with an audit record naming the key.
 - ``GET|POST|DELETE /api/v1/accounts/{account}/test`` (accounts:read; test:write to start and
   stop) and ``GET .../test/report``: on test, its report as ``test report --json`` prints its
   signals.
+
+An account is ``account`` in every answer, as in those of accounts, alarms and events (the
+store and the command line's JSON call it ``account_number``).
 """
 
 from __future__ import annotations
@@ -149,7 +152,8 @@ class Supervision:
         ).first()
         if found is None:
             return None
-        return schedule_data.show_schedule(conn, account, area, now_us(), self.api.zone)
+        shown = schedule_data.show_schedule(conn, account, area, now_us(), self.api.zone)
+        return {**_named(shown), "holidays": [_named(h) for h in shown["holidays"]]}
 
     # holidays -----------------------------------------------------------------------------------
 
@@ -162,7 +166,7 @@ class Supervision:
             if account:
                 scoped.company(conn, account)
             rows = schedule_data.list_holidays(conn, account)
-            return [r for r in rows if r["account_number"] == account and r["date"] > after]
+            return [_named(r) for r in rows if r["account_number"] == account and r["date"] > after]
 
         rows = await self.api.read(read)
         return json_response(page(rows[: limit + 1], limit, "date"))
@@ -225,7 +229,7 @@ class Supervision:
             ]
             if not running:
                 raise not_found(f"account {account} is not on test")
-            return test_rules.test_view(running[0])
+            return _named(test_rules.test_view(running[0]))
 
         return json_response(await self.api.read(read))
 
@@ -248,7 +252,7 @@ class Supervision:
             api_audit.record(conn, key.name, "POST TEST", account, now)
             return test
 
-        return json_response(test_rules.test_view(await self.api.write(write)))
+        return json_response(_named(test_rules.test_view(await self.api.write(write))))
 
     async def stop_test(self, request: Request, key: ApiKey) -> Response:
         account = scoped.seen(key, request.path_params["account"])
@@ -309,11 +313,16 @@ def _holiday(conn: Connection, account: str, day: date) -> dict[str, Any] | None
             HOLIDAY.date == day.isoformat(), HOLIDAY.account_number == account
         )
     ).first()
-    return None if row is None else {"date": row[0], "account_number": row[1], "name": row[2]}
+    return None if row is None else {"date": row[0], "account": row[1], "name": row[2]}
 
 
 def _no_holiday(account: str, day: date) -> str:
     return f"no holiday on {day}" + (f" of account {account}" if account else " of the station")
+
+
+def _named(shown: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` with the store's ``account_number`` as the API names it: ``account``."""
+    return {("account" if k == "account_number" else k): v for k, v in shown.items()}
 
 
 def _refusing(work: Callable[[], T], status: int = 422) -> T:
@@ -335,7 +344,10 @@ def _report_view(found: dict[str, Any]) -> dict[str, Any]:
         ends=iso_utc(test["ends_us"]),
         ended=iso_utc(test["ended_us"]) if test["ended_us"] else None,
     )
-    return {"test": shown, "signals": [test_rules.signal_view(s) for s in found["signals"]]}
+    return {
+        "test": _named(shown),
+        "signals": [test_rules.signal_view(s) for s in found["signals"]],
+    }
 
 
 # the OpenAPI document -------------------------------------------------------------------------
@@ -344,7 +356,7 @@ _S, _NS, _I, _B = scoped.STRING, scoped.NULLABLE_STRING, scoped.INTEGER, scoped.
 _OBJECTS = {"type": "array", "items": {"type": "object"}}
 _NULLABLE_OBJECT = {"type": "object", "nullable": True}
 SCHEDULE_SCHEMA = scoped.obj({
-    "account_number": _S, "area": _S, "timezone": _S, "grace_min": _I, "early_grace_min": _I,
+    "account": _S, "area": _S, "timezone": _S, "grace_min": _I, "early_grace_min": _I,
     "late_to_open": _B, "late_to_close": _B, "early_close": _B, "windows": _OBJECTS,
     "temporary": _OBJECTS, "holidays": _OBJECTS, "today": {"type": "object"},
     "last_open": _NULLABLE_OBJECT, "last_close": _NULLABLE_OBJECT, "alarms": {"type": "object"},
@@ -355,10 +367,10 @@ SET_BODY = {
     **scoped.obj({k: _TYPES[t] for k, t in schedule_data.SET_FIELDS.items()}, required=False),
     "additionalProperties": False,
 }
-HOLIDAY_SCHEMA = scoped.obj({"date": _S, "account_number": _S, "name": _S})
+HOLIDAY_SCHEMA = scoped.obj({"date": _S, "account": _S, "name": _S})
 HOLIDAY_BODY = {**scoped.obj({"name": _S}, required=False), "additionalProperties": False}
 TEST_SCHEMA = scoped.obj({
-    "account_number": _S, "company_name": _S, "zones": scoped.STRINGS,
+    "account": _S, "company_name": _S, "zones": scoped.STRINGS,
     "types": scoped.STRINGS, "by": _S, "reason": _S, "started": _S, "ends": _S,
     "minutes_left": _I,
 })  # fmt: skip
@@ -372,7 +384,7 @@ TEST_BODY = {
 }  # fmt: skip
 REPORT_SCHEMA = scoped.obj({
     "test": scoped.obj({
-        "account_number": _S, "zones": scoped.STRINGS, "types": scoped.STRINGS, "by": _S,
+        "account": _S, "zones": scoped.STRINGS, "types": scoped.STRINGS, "by": _S,
         "reason": _S, "opr": _NS, "ended_by": _NS, "started": _S, "ends": _S, "ended": _NS,
     }),
     "signals": {"type": "array", "items": scoped.obj({

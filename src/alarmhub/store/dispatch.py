@@ -19,7 +19,7 @@ from alarmhub.core import plans as rules
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action
 from alarmhub.core.response import AgencyKind
-from alarmhub.store import handling, plans, provisioning, queries, schema
+from alarmhub.store import handling, operator_audit, plans, provisioning, queries, schema
 
 REFERENCE_MAX = 40
 ACCOUNT = schema.account.c
@@ -76,7 +76,7 @@ def dispatch(
     }
     conn.execute(insert(schema.dispatch).values(record))
     detail = f"{agency.upper()} AVS {avs}" + (f" REF {reference}" if reference else "")
-    handling.record(conn, code, Action.DISPATCH, now_us, row, detail)
+    operator_audit.record(conn, code, Action.DISPATCH, now_us, row, detail)
     provisioning.bump_revision(conn, queries.QUEUE)
     return record
 
@@ -94,5 +94,5 @@ def acknowledge_step(
         )
     )
     detail = f"{position} {step.title().upper()}: {cleaned}"
-    handling.record(conn, code, Action.STEP, now_us, row, detail, note=cleaned)
+    operator_audit.record(conn, code, Action.STEP, now_us, row, detail, note=cleaned)
     provisioning.bump_revision(conn, queries.QUEUE)

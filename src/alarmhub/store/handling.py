@@ -4,10 +4,10 @@ write transaction with the rules of ``core.operations``.
 
 Two operators never get the same alarm: taking one is a conditional UPDATE (``WHERE state =
 'pending'``) whose row count says who won, which holds across processes and nodes sharing one
-database. Every action writes an OPERATOR record to history and bumps the queue revision, so
-consoles and XMAPEND/XMAINPRO see it at once. Taking, handing and taking over an alarm and
-resolving it are also events of the outbox (``alarm.taken``, ``alarm.resolved``), in the same
-transaction.
+database. Every action writes an OPERATOR record to history (``store.operator_audit``) and
+bumps the queue revision, so consoles and XMAPEND/XMAINPRO see it at once. Taking, handing and
+taking over an alarm and resolving it are also events of the outbox (``alarm.taken``,
+``alarm.resolved``), in the same transaction.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from alarmhub.core import events, response, sites
 from alarmhub.core import operations as ops
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, Operator
-from alarmhub.core.router import RoutePath
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, plans, provisioning, queries, schema
 from alarmhub.store import events as outbox
-from alarmhub.store.commit import allocate_incidents
+from alarmhub.store.operator_audit import history_row, record
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
 from alarmhub.store.resolutions import resolution_codes
 
@@ -465,83 +464,12 @@ def close(
         times = ops.handling_times(row["pending_us"], row["taken_us"], row["first_call_us"], now_us)
         summary = ", ".join(f"{name} {value}" for name, value in times.items())
         full = f"{detail}; {summary}" + (f"; {chosen.note}" if chosen.note else "")
-        records.append(_audit_row(code, Action.RESOLVE, now_us, row, row["alarm_id"], detail, full))
+        records.append(
+            history_row(code, Action.RESOLVE, now_us, row, row["alarm_id"], detail, full)
+        )
         data = events.alarm_data(
             row, opr=code or None, resolution=chosen.code, resolution_text=chosen.text
         )
         resolved.append(outbox.row(events.ALARM_RESOLVED, row["account_number"], data, now_us))
     conn.execute(insert(schema.history), records)
     outbox.publish_rows(conn, resolved)
-
-
-# the audit trail ----------------------------------------------------------------------------
-
-
-def record(
-    conn: Connection,
-    code: str,
-    action: Action,
-    now_us: int,
-    row: Mapping[str, Any] | None = None,
-    detail: str = "",
-    note: str | None = None,
-) -> None:
-    """One OPERATOR record in history: the action, who, when, on which alarm (and the
-    ``alarm.taken`` event when it is taken, handed or taken over)."""
-    number = allocate_incidents(conn, 1) if row is None else row["alarm_id"]
-    conn.execute(
-        insert(schema.history).values(_audit_row(code, action, now_us, row, number, detail, note))
-    )
-    how = _TAKEN.get(action)
-    if how is not None and row is not None:
-        data = events.alarm_data(row, opr=code, how=how)
-        outbox.publish(conn, events.ALARM_TAKEN, row["account_number"], data, now_us)
-
-
-_TAKEN = {Action.TAKE: "taken", Action.HANDED: "handed", Action.TAKE_OVER: "taken_over"}
-"""The actions that give an alarm to an operator: ``how`` of its ``alarm.taken`` event."""
-
-
-_STATION: Mapping[str, Any] = {
-    "account_number": "", "code": "", "event_code": "", "area": "", "zone": "",
-    "priority": "z", "color": "", "source": "", "destination": "", "dnis": "", "panel": "",
-}  # fmt: skip
-"""Where a record of no alarm is: the station's own (account "")."""
-
-
-def _audit_row(
-    code: str,
-    action: Action,
-    now_us: int,
-    row: Mapping[str, Any] | None,
-    number: int,
-    detail: str,
-    note: str | None,
-) -> dict[str, Any]:
-    """The history row of an OPERATOR record (incident ``number``: the alarm's, or a new one)."""
-    where = _STATION if row is None else row
-    return {
-        "account_number": where["account_number"],
-        "incident_number": number,
-        "received_us": now_us,
-        "code": where["code"],
-        "event_code": where["event_code"],
-        "area": where["area"],
-        "zone": where["zone"],
-        "type": action.value,
-        "opr": code or None,
-        "alarm_category": "O",
-        "priority": where["priority"],
-        "hist_text": ops.audit_text(action, code or "-", detail),
-        "am_notify": "N",
-        "pr_checksum": RoutePath.OPERATOR.value,
-        "second_zone_is": "N",
-        "color": where["color"],
-        "video": "N",
-        "alarm_id": None if row is None else row["alarm_id"],
-        "source": where["source"],
-        "destination": where["destination"],
-        "dnis": where["dnis"],
-        "panel": where["panel"],
-        "note": note if note is not None else (detail or None),
-    }

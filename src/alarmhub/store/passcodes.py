@@ -20,7 +20,7 @@ from alarmhub.core.operations import Action
 from alarmhub.core.response import PasscodeAnswer
 from alarmhub.core.router import Router
 from alarmhub.core.sites import Arriving
-from alarmhub.store import alarm_response, handling, provisioning, queries, schema
+from alarmhub.store import alarm_response, handling, operator_audit, provisioning, queries, schema
 from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
@@ -59,7 +59,7 @@ def apply(
 ) -> int | None:
     """Record a check's answer on the alarm; the DURESS alarm it raised, if any."""
     _, row = handling.holding_alarm(conn, code, alarm_id)  # still theirs after the hashing
-    handling.record(conn, code, Action.PASSCODE, now_us, row, answer.record)
+    operator_audit.record(conn, code, Action.PASSCODE, now_us, row, answer.record)
     raised = None
     if answer.duress:
         repo = SqlRepository(conn, ProvisioningCache(), Inserts(conn.engine))

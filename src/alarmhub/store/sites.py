@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select, update
 from alarmhub.core import sites
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState, not_found
-from alarmhub.store import handling, provisioning, queries, schema
+from alarmhub.store import handling, operator_audit, provisioning, queries, schema
 from alarmhub.store.operators import load_operator
 
 ALARM = schema.alarm.c
@@ -100,7 +100,7 @@ def move_account(conn: Connection, code: str, account: str, to: str, now_us: int
         assert row is not None
         where = "" if alarm.state == AlarmState.IN_PROCESS else " ON HOLD"
         detail = f"FROM {alarm.opr or '-'} TO {to}{where}"
-        handling.record(conn, code, Action.MOVE, now_us, row, detail)
+        operator_audit.record(conn, code, Action.MOVE, now_us, row, detail)
         moved.append(alarm.alarm_id)
     provisioning.bump_revision(conn, queries.QUEUE)
     handling.hand_out(conn, now_us)  # whoever was left without an alarm may get the next

@@ -22,7 +22,7 @@ from alarmhub.core import storm as rules
 from alarmhub.core.alarm_types import merged
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import Action, AlarmState
-from alarmhub.store import handling, provisioning, queries, schema
+from alarmhub.store import handling, operator_audit, provisioning, queries, schema
 from alarmhub.store.operators import load_operator
 
 TYPE = schema.type_handling.c
@@ -116,7 +116,7 @@ def switch(
                 )
             ).scalar_one()
             detail = f"{alarm_type}, {left} ON THE STORM LIST"
-        handling.record(
+        operator_audit.record(
             conn, who, Action.STORM_ON if on else Action.STORM_OFF, now_us, None, detail
         )
     if changing:
@@ -141,7 +141,7 @@ def pend(conn: Connection, code: str, alarm_ids: Sequence[int], now_us: int) -> 
             .where(ALARM.alarm_id == row["alarm_id"], ALARM.state == AlarmState.STORM)
             .values(state=AlarmState.PENDING)
         )
-        handling.record(conn, who, Action.STORM_PEND, now_us, row)
+        operator_audit.record(conn, who, Action.STORM_PEND, now_us, row)
     if rows:
         provisioning.bump_revision(conn, queries.QUEUE)
     return len(rows)
@@ -195,6 +195,6 @@ def resolve(
     handling.close(conn, who, rows, chosen, AlarmState.STORM, now_us)
     kinds = " ".join(sorted({r["type"] for r in rows}))
     detail = f"{len(rows)} ALARMS {chosen.code} {kinds}"
-    handling.record(conn, who, Action.STORM_RESOLVE, now_us, None, detail)
+    operator_audit.record(conn, who, Action.STORM_RESOLVE, now_us, None, detail)
     provisioning.bump_revision(conn, queries.QUEUE)
     return len(rows)
