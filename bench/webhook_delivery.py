@@ -47,6 +47,7 @@ from pending_latency import (
 )
 
 TARGET_P99_S = 1.0
+WARM_UP_S = 3.0
 
 
 # receiver ------------------------------------------------------------------------------------
@@ -148,7 +149,7 @@ def answer_ms(results: list[tuple[int, int, float, float]]) -> dict[str, float]:
 
 
 def node_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user and system) of the node and its children (the writer process)."""
+    """CPU seconds (user and system) of the node and its children (writer, webhook process)."""
     pids = [pid]
     for task in Path(f"/proc/{pid}/task").iterdir():
         pids += [int(p) for p in (task / "children").read_text().split()]
@@ -200,10 +201,12 @@ def main() -> None:
                  "account.test_started", "account.test_ended", "supervision.failed",
                  "supervision.restored")  # fmt: skip
         options = [a for kind in kinds for a in ("--event", kind)]
+        load(port, token, args.accounts, 0, args.rate, WARM_UP_S)  # caches, connections
+        first = int(args.rate * WARM_UP_S)
         cpu = [node_cpu_seconds(node.pid)]
-        baseline = load(port, token, args.accounts, 0, args.rate, args.hang_duration)
+        baseline = load(port, token, args.accounts, first, args.rate, args.hang_duration)
         cpu.append(node_cpu_seconds(node.pid))
-        first = int(args.rate * args.hang_duration)
+        first += int(args.rate * args.hang_duration)
         mode = args.events
         if mode == "auto":
             mode = "signals" if event_count(db) else "side"

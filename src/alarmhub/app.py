@@ -2,9 +2,10 @@
 DC-09 receiver) and its ASGI apps. The only module that wires dependencies: each adapter gets
 the few things it uses from here, never the runtime itself.
 
-A runtime starts its signal writer as a process of its own unless given another
-``start_writer`` (see :mod:`alarmhub.store.writer`): the one choice left to whoever embeds a
-node, e.g. tests that run its app in-process with the writer in a thread."""
+A runtime starts its signal writer, and its webhook worker, as processes of their own unless
+given another ``start_writer`` (see :mod:`alarmhub.store.writer`) or ``webhooks_apart=False``:
+the choices left to whoever embeds a node, e.g. tests that run its app in-process with the
+writer in a thread."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
+from alarmhub.webhook_process import WebhookProcess
 from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
@@ -57,6 +59,7 @@ class Runtime:
         dc09_sockets: Sequence[dc09_server.Sockets] = (),
         *,
         start_writer: StartWriter = start_process,
+        webhooks_apart: bool = True,
     ) -> None:
         self.settings = settings
         self.engine = store_engine.open_engine(settings.database)
@@ -77,9 +80,12 @@ class Runtime:
             settings.heartbeat_flush_seconds,
         )
         self.live_feed = console.LiveFeed(self.engine)
-        # deliveries can be derived again from what is durable: their commits need not wait
-        self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
-        self.webhooks = WebhookWorker(self._webhook_engine, station_key)
+        self._webhook_engine = None
+        self.webhooks: WebhookProcess | WebhookWorker = WebhookProcess(settings)
+        if not webhooks_apart:
+            # deliveries can be derived again from what is durable: their commits need not wait
+            self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
+            self.webhooks = WebhookWorker(self._webhook_engine, station_key)
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(
@@ -144,7 +150,8 @@ class Runtime:
         await self.heartbeats.stop()
         await self.leadership.stop()
         await self.writer.stop()
-        self._webhook_engine.dispose()
+        if self._webhook_engine is not None:
+            self._webhook_engine.dispose()
         self.engine.dispose()
         log.info("node stopped")
 

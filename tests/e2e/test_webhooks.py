@@ -6,6 +6,9 @@ delivery, a receiver that hangs, failed deliveries replayed, two nodes deliverin
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import statistics
 import time
 from collections import Counter
@@ -27,6 +30,7 @@ from alarmhub.store import operations
 from alarmhub.store import schema as s
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.engine import open_engine
+from tests.support.crashing import alive, wait_gone
 from tests.support.database import database_url
 from tests.support.processes import Server, as_dict, as_list, cli, cli_json, provision, wait_for
 from tests.support.webhook_receiver import Attempt, Receiver, closed_port
@@ -168,6 +172,30 @@ def test_killed_between_commit_and_delivery_delivers_after_restart(
         verified(secret, receiver.delivered[0])
     finally:
         receiver.stop()
+
+
+def webhook_pids(server: Server) -> list[int]:
+    """The webhook processes this server started, oldest first, from its log."""
+    return [int(p) for p in re.findall(r'webhook process started".*?\bpid=(\d+)', server.log())]
+
+
+def test_the_webhook_process_is_started_again_and_ends_with_its_node(
+    tmp_path: Path, engine: Engine, node: Server, receiver: Receiver
+) -> None:
+    add_webhook(tmp_path, receiver.url, events.ALARM_RAISED)
+    first = publish(engine, "700001")
+    wait_for(lambda: receiver.delivered, "delivered", DELIVERY_DEADLINE_S)
+    [worker] = webhook_pids(node)
+    os.kill(worker, signal.SIGKILL)
+    wait_gone(worker)
+    [_, again] = wait_for(lambda: (p := webhook_pids(node)) and len(p) == 2 and p, "a restart")
+    second = publish(engine, "700001")
+    wait_for(lambda: second in receiver.delivered_ids(), "delivered again", DELIVERY_DEADLINE_S)
+    # at least once: the first again too, if the killed process had not recorded it yet
+    assert set(receiver.delivered_ids()) == {first, second}
+    node.kill()  # SIGKILL: the worker's end of its socket closes
+    wait_gone(again)
+    assert not alive(again)
 
 
 def test_failed_delivery_listed_and_replayed(tmp_path: Path, engine: Engine, node: Server) -> None:
