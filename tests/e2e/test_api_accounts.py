@@ -148,6 +148,8 @@ def test_a_member_of_the_wrong_type_is_422(hub: ApiHub, body: Row) -> None:
         {"name": "A", "agencies": {"police": "S\u0000PD"}},
         {"name": "A", "test_interval": -1},
         {"name": "A", "test_interval": 1e300},
+        {"name": "A", "test_interval": 1e308},  # hours finite, seconds not
+        {"name": "A", "test_interval": 10**400},
         {"name": "A", "phone": "call me"},
         {"name": "A", "duress_code": "x"},
     ],

@@ -74,9 +74,13 @@ def _interval_s(hours: float | None) -> int | None:
     """The test interval of a PUT in seconds (the store judges its range)."""
     if hours is None:
         return None
-    if not math.isfinite(hours):
+    try:
+        seconds = float(hours) * SECONDS_PER_HOUR
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds):
         raise ApiProblem(INPUT, "test_interval must be a number of hours")
-    return round(hours * SECONDS_PER_HOUR)
+    return round(seconds)
 
 
 async def list_accounts(request: Request, key: ApiKey, api: Api) -> Response:
