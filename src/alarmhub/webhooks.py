@@ -2,7 +2,8 @@
 Standard Webhooks) and records how it ended. The deliveries themselves are made in the
 transaction that publishes each event (:func:`alarmhub.store.events.publish_rows`).
 
-It runs in the node's event loop, off the signal path: the store's work runs in a thread, never
+It runs in the event loop of a process of its own (:mod:`alarmhub.webhook_process`; the node's
+own loop when a node is embedded), off the signal path: the store's work runs in a thread, never
 while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1 on kept-alive
 connections) with a bounded number of requests in flight (and fewer to any one webhook), each
 given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that hangs holds only
