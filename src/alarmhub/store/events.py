@@ -47,13 +47,15 @@ def publish_rows(
     conn: Connection,
     rows: Sequence[tuple[Any, ...]],
     insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
+    hooks: Sequence[webhooks.Subscribed] | None = None,
 ) -> None:
     """Put events made by :func:`row` in the outbox, in this order (written by
     ``insert_rows``, such as a prepared bulk insert, if given), with their deliveries to the
-    webhooks that want them."""
+    webhooks that want them (``hooks``, when the caller has them at hand: routing's cache)."""
     if not rows:
         return
-    hooks = webhooks.subscribed(conn)
+    if hooks is None:
+        hooks = webhooks.subscribed(conn)
     before = newest(conn) if hooks else 0
     if insert_rows is not None:
         insert_rows(conn, rows)

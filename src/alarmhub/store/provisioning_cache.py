@@ -1,6 +1,6 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
-storm mode, the accounts with an open/close schedule, the accounts on test), cached and
-reloaded when the provisioning revision changes."""
+storm mode, the accounts with an open/close schedule, the accounts on test, the webhooks whose
+deliveries its events make), cached and reloaded when the provisioning revision changes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy import Connection, select
 
 from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
-from alarmhub.store import provisioning, schedules, schema, storm
+from alarmhub.store import provisioning, schedules, schema, storm, webhooks
 
 
 @dataclass
@@ -23,6 +23,7 @@ class ProvisioningCache:
     storm_types: frozenset[str] = frozenset()
     scheduled: frozenset[str] = frozenset()  # accounts with an open/close schedule
     tests: dict[str, on_test.Test] = field(default_factory=dict)
+    webhooks: list[webhooks.Subscribed] = field(default_factory=list)
 
     def refresh(self, conn: Connection) -> None:
         current = provisioning.revision(conn)
@@ -34,6 +35,7 @@ class ProvisioningCache:
         self.storm_types = storm.storm_types(conn)
         self.scheduled = schedules.scheduled_accounts(conn)
         self.tests = running_tests(conn)
+        self.webhooks = webhooks.subscribed(conn)
         self.revision = current
 
 

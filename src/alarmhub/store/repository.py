@@ -317,7 +317,9 @@ class SqlRepository:
             self._raised_event.clear()
             self._queue_changed = True
         if self._events:
-            outbox.publish_rows(self._conn, self._events, self._inserts.event.execute)
+            outbox.publish_rows(
+                self._conn, self._events, self._inserts.event.execute, self._cache.webhooks
+            )
             self._events = []
         if self._queue_changed:
             provisioning.bump_revision(self._conn, queries.QUEUE)

@@ -31,7 +31,7 @@ from sqlalchemy import (
 from alarmhub import secret_key
 from alarmhub.core import events, webhooks
 from alarmhub.core.errors import ProvisioningError, SecretKeyError
-from alarmhub.store import schema
+from alarmhub.store import provisioning, schema
 
 HOOK = schema.webhook.c
 DELIVERY = schema.webhook_delivery.c
@@ -55,6 +55,7 @@ def add(
               "created_us": now_us}  # fmt: skip
     inserted = conn.execute(insert(schema.webhook).values(values)).inserted_primary_key
     assert inserted is not None
+    provisioning.bump_revision(conn)  # routing's cache of the webhooks
     return int(inserted[0]), secret
 
 
@@ -76,6 +77,7 @@ def remove(conn: Connection, webhook_id: int, now_us: int) -> None:
     )
     if not done.rowcount:
         raise ProvisioningError(f"no webhook {webhook_id}")
+    provisioning.bump_revision(conn)
     conn.execute(
         update(schema.webhook_delivery)
         .where(DELIVERY.webhook_id == webhook_id, DELIVERY.state == webhooks.PENDING)
