@@ -9,11 +9,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select
 
 from alarmhub.core import response as rules
 from alarmhub.core.response import AgencyKind, CallOutcome
 from alarmhub.store import schema
+from alarmhub.store.commit import fixed_shape
 
 RESPONSE = "response"
 """The revision every change of response data bumps."""
@@ -53,6 +54,16 @@ Descriptions = dict[str, tuple[dict[tuple[str, str], str], dict[str, str]]]
 """Per account: zone descriptions by (zone, area), user names by user number."""
 
 
+_ZONES_OF = select(ZONE.account_number, ZONE.zone, ZONE.area, ZONE.description).where(
+    ZONE.account_number.in_(bindparam("accounts", expanding=True)),
+    ZONE.zone.in_(bindparam("numbers", expanding=True)),
+)
+_USERS_OF = select(USER.account_number, USER.user_number, USER.name).where(
+    USER.account_number.in_(bindparam("accounts", expanding=True)),
+    USER.user_number.in_(bindparam("numbers", expanding=True)),
+)
+
+
 def descriptions(conn: Connection, pairs: Iterable[tuple[str, str]]) -> Descriptions:
     """The zone descriptions and panel-user names of the (account, zone or user number) pairs
     of a batch of signals, in two queries per chunk of accounts: never the whole table."""
@@ -62,17 +73,10 @@ def descriptions(conn: Connection, pairs: Iterable[tuple[str, str]]) -> Descript
     found: Descriptions = {}
     for chunk in chunks(sorted(by_account)):
         numbers = sorted(set().union(*(by_account[a] for a in chunk)))
-        for account, zone, area, text in conn.execute(
-            select(ZONE.account_number, ZONE.zone, ZONE.area, ZONE.description).where(
-                ZONE.account_number.in_(chunk), ZONE.zone.in_(numbers)
-            )
-        ):
+        wanted = {"accounts": fixed_shape(chunk), "numbers": fixed_shape(numbers)}
+        for account, zone, area, text in conn.execute(_ZONES_OF, wanted):
             found.setdefault(account, ({}, {}))[0][(zone, area)] = text
-        for account, user, name in conn.execute(
-            select(USER.account_number, USER.user_number, USER.name).where(
-                USER.account_number.in_(chunk), USER.user_number.in_(numbers)
-            )
-        ):
+        for account, user, name in conn.execute(_USERS_OF, wanted):
             found.setdefault(account, ({}, {}))[1][user] = name
     return found
 

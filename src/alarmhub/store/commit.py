@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
@@ -18,6 +18,7 @@ from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema
 
+T = TypeVar("T")
 IDEMPOTENCY = schema.idempotency.c
 
 KEY_COLUMNS = ("token_name", "idempotency_key", "incident_number", "created_us", "digest")
@@ -68,6 +69,15 @@ def from_wire(row: Sequence[Any]) -> Signal:
         received_us,
         key,
     )
+
+
+def fixed_shape(values: Sequence[T]) -> list[T]:
+    """``values`` (at least one) padded with its last value to a power of two, for an ``IN``
+    list: its statement then has one of a few shapes, each prepared once and kept in the
+    connection's statement cache, as :class:`RowInsert`'s batches are, where one statement per
+    length would be parsed again and again (a value repeated in ``IN`` changes nothing)."""
+    size = 1 << (len(values) - 1).bit_length()
+    return [*values, *[values[-1]] * (size - len(values))]
 
 
 class RowInsert:
@@ -213,9 +223,8 @@ def _remembered(conn: Connection, keys: Iterable[Key]) -> dict[Key, Remembered]:
     found: dict[Key, Remembered] = {}
     for token_name, names in by_token.items():
         for start in range(0, len(names), KEY_CHUNK):
-            rows = conn.execute(
-                _REMEMBERED, {"token_name": token_name, "keys": names[start : start + KEY_CHUNK]}
-            )
+            chunk = fixed_shape(names[start : start + KEY_CHUNK])
+            rows = conn.execute(_REMEMBERED, {"token_name": token_name, "keys": chunk})
             for key, number, created, said in rows:
                 found[(token_name, key)] = Remembered(number, created, said)
     return found

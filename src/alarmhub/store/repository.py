@@ -20,13 +20,16 @@ from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store import events as outbox
-from alarmhub.store.commit import RowInsert, allocate_incidents
+from alarmhub.store.commit import RowInsert, allocate_incidents, fixed_shape
 from alarmhub.store.provisioning_cache import ProvisioningCache
 
 ACCOUNT = schema.account.c
 ALARM = schema.alarm.c
 
 _ACCOUNT_CHUNK = 500
+_KNOWN = select(ACCOUNT.account_number).where(
+    ACCOUNT.account_number.in_(bindparam("numbers", expanding=True))
+)
 _NOTHING_DESCRIBED: tuple[dict[tuple[str, str], str], dict[str, str]] = ({}, {})
 
 
@@ -133,9 +136,7 @@ class SqlRepository:
         wanted = sorted(numbers - self._checked_accounts)
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            found = self._conn.execute(
-                select(ACCOUNT.account_number).where(ACCOUNT.account_number.in_(chunk))
-            ).scalars()
+            found = self._conn.execute(_KNOWN, {"numbers": fixed_shape(chunk)}).scalars()
             self._known_accounts.update(found)
         self._checked_accounts.update(wanted)
 
