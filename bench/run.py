@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import mix
-from pending_latency import Share, load_process, percentile
+from pending_latency import Share, cpu_seconds, load_process, percentile
 from webhook_delivery import node_cpu_seconds
 
 HERE = Path(__file__).resolve().parent
@@ -175,10 +175,12 @@ def measured_wrk(
     binary: str, url: str, connections: int, duration: int, token: str, bodies: Path | None,
     pid: int, db: Path,
 ) -> dict[str, float]:  # fmt: skip
-    """One wrk run with the node's CPU (until idle again) and the rows it stored."""
-    before, cpu0 = stored(db), node_cpu_seconds(pid)
+    """One wrk run with the node's CPU (until idle again; ``node_cpu_s`` the node process's
+    own, the rest its children's: the writer) and the rows it stored."""
+    before, cpu0, own0 = stored(db), node_cpu_seconds(pid), cpu_seconds(pid)
     result = wrk(binary, url, connections, duration, token, bodies)
     result["cpu_s"] = settle(pid) - cpu0
+    result["node_cpu_s"] = cpu_seconds(pid) - own0
     result["rows"] = stored(db) - before
     result["durable_rate"] = result["rows"] / result["seconds"]
     return result
@@ -220,6 +222,9 @@ def rounds_main(args: argparse.Namespace, binary: str) -> None:
                 )  # fmt: skip
             rounds.append(runs)
             show_round(number, runs, mixes)
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            paths = conn.execute("SELECT path, count(*) FROM alarm GROUP BY path").fetchall()
+        print(f"alarms by path: {dict(paths)}", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -235,6 +240,10 @@ def cpu_us(run: dict[str, float], per: str) -> float:
     return 1e6 * run["cpu_s"] / max(1, run[per])
 
 
+def node_us(run: dict[str, float], per: str) -> float:
+    return 1e6 * run["node_cpu_s"] / max(1, run[per])
+
+
 def show_round(number: int, runs: dict[str, Any], mixes: list[str]) -> None:
     trivial = runs["trivial"]
     line = (
@@ -246,7 +255,7 @@ def show_round(number: int, runs: dict[str, Any], mixes: list[str]) -> None:
         line += (
             f" | {name} {run['durable_rate']:7.0f} durable/s (p50 {run['p50_ms']:.1f} ms, "
             f"p99 {run['p99_ms']:.1f} ms, non-2xx {run['non_2xx']}, "
-            f"{cpu_us(run, 'rows'):.0f} µs CPU, "
+            f"{cpu_us(run, 'rows'):.0f} µs CPU: node {node_us(run, 'rows'):.0f}, "
             f"{cpu_us(run, 'rows') / cpu_us(trivial, 'requests'):.2f}x)"
         )
     print(line, flush=True)
@@ -259,6 +268,7 @@ def summarize(rounds: list[dict[str, Any]], mixes: list[str]) -> dict[str, Any]:
         "trivial": {
             "rate": statistics.median(r["trivial"]["rate"] for r in rounds),
             "cpu_us": statistics.median(trivial_cpu),
+            "node_cpu_us": statistics.median(node_us(r["trivial"], "requests") for r in rounds),
         }
     }
     for name in mixes:
@@ -271,6 +281,7 @@ def summarize(rounds: list[dict[str, Any]], mixes: list[str]) -> dict[str, Any]:
                 x["durable_rate"] / r["trivial"]["rate"] for x, r in zip(runs, rounds, strict=True)
             ),
             "cpu_us": statistics.median(cpu_us(x, "rows") for x in runs),
+            "node_cpu_us": statistics.median(node_us(x, "rows") for x in runs),
             "cpu_ratio": statistics.median(
                 cpu_us(x, "rows") / t for x, t in zip(runs, trivial_cpu, strict=True)
             ),
@@ -306,6 +317,8 @@ def show_summary(summary: dict[str, Any], connections: int) -> None:
             f"{verdict(s['ratio'] >= TARGET_RATIO)}\n"
             f"    CPU a signal        {s['cpu_us']:8.0f} µs = {s['cpu_ratio']:.2f}x a trivial "
             f"request's{cpu_target}\n"
+            f"      of which node     {s['node_cpu_us']:8.0f} µs, writer process "
+            f"{s['cpu_us'] - s['node_cpu_us']:.0f} µs\n"
             f"    failed requests     non-2xx {s['non_2xx']}, socket errors {s['socket_errors']}"
         )
 
@@ -373,6 +386,7 @@ def storm_main(args: argparse.Namespace) -> None:
 
     def step(rate: int, seconds: float) -> bool:
         nonlocal first
+        settle(server.pid, timeout=120)  # what a step before left queued is done
         result = storm_step(port, token, args.accounts, rate, seconds, 3.0, first)
         first += int(rate * (seconds + 3.0))
         steps.append(result)
