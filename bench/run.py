@@ -414,7 +414,7 @@ def storm_main(args: argparse.Namespace) -> None:
                 good, rate = rate, rate * 2
             else:
                 bad = rate
-        while good and bad - good > max(250, good // 20):
+        while good and bad - good > max(50, good // 20):
             rate = (good + bad) // 2 // 50 * 50
             if step(rate, probe):
                 good = rate
