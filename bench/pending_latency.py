@@ -52,6 +52,8 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
+import mix
+
 TARGET_RATE = 1000
 TARGET_P99_MS = 100.0
 QUIET_PERCENT = 15.0  # CPU of other processes (% of one core) above which a run is disturbed
@@ -107,10 +109,11 @@ class Share:
     connections: int
     warm: int  # signals first..first+warm-1 are the warm-up
     deadline: float  # monotonic: stop sending and waiting at this time
+    mix: str = ""  # "realistic": the bodies of bench/mix.py instead of body_of's
 
 
 def _request(share: Share, index: int) -> bytes:
-    body = body_of(index, share.accounts)
+    body = mix.body_at(index, share.accounts) if share.mix else body_of(index, share.accounts)
     return (
         f"POST /rx/{SOURCE}:{DRIVER}/contact_id HTTP/1.1\r\n"
         f"Host: {share.host}:{share.port}\r\n"
@@ -199,6 +202,8 @@ async def _run_share(share: Share) -> dict[str, Any]:
 def load_process(share: Share, out: Any) -> None:
     """Entry point of a load process: run the share, put the outcome on ``out``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if share.mix:
+        mix.realistic_cycle(share.accounts)  # drawn before the first send is due
     try:
         import uvloop
 
