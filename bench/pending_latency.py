@@ -216,6 +216,23 @@ def load_process(share: Share, out: Any) -> None:
 # poller ---------------------------------------------------------------------------------------
 
 
+def gather(procs: Sequence[Any], out: Any, deadline: float) -> list[dict[str, Any]]:
+    """What each load process put on ``out`` by ``deadline`` (monotonic), then the processes
+    joined (killed if they linger)."""
+    outcomes = []
+    for _ in procs:
+        try:
+            outcomes.append(out.get(timeout=max(1.0, deadline - time.monotonic())))
+        except Exception:
+            print("a load process gave no result in time", file=sys.stderr)
+            break
+    for proc in procs:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
+    return outcomes
+
+
 def poll_process(
     db: str,
     after: int,
@@ -497,17 +514,7 @@ def run_phase(
     node_cpu1 = cpu_seconds(node_pid), cpu_seconds(writer or 0), time.monotonic()
     machine1 = machine_busy_seconds()
 
-    outcomes = []
-    for _ in loaders:
-        try:
-            outcomes.append(results_q.get(timeout=max(1.0, send_deadline - time.monotonic() + 30)))
-        except Exception:
-            print("a load process gave no result in time", file=sys.stderr)
-            break
-    for proc in loaders:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.kill()
+    outcomes = gather(loaders, results_q, send_deadline + 30)
     answers = [r for outcome in outcomes for r in outcome["results"]]
     enqueued_measured = sum(outcome["measured"] for outcome in outcomes)
     ok_total = sum(1 for r in answers if r[1] == 200)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import mix
-from pending_latency import Share, cpu_seconds, load_process, percentile
+from pending_latency import Share, cpu_seconds, gather, load_process, percentile
 from webhook_delivery import node_cpu_seconds
 
 HERE = Path(__file__).resolve().parent
@@ -345,17 +345,7 @@ def storm_step(
         proc = ctx.Process(target=load_process, args=(share, out))
         proc.start()
         procs.append(proc)
-    outcomes = []
-    for _ in procs:
-        try:
-            outcomes.append(out.get(timeout=deadline - time.monotonic() + 60))
-        except Exception:
-            print("a load process gave no result in time", file=sys.stderr)
-            break
-    for proc in procs:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.kill()
+    outcomes = gather(procs, out, deadline + 60)
     answers = [r for o in outcomes for r in o["results"] if r[0] - first >= warm]
     planned = count - warm
     ok = sorted((answered - (t0 + (i - first) / rate)) * 1000
