@@ -423,6 +423,33 @@ def test_fail_to_test_raised_once_and_ended_by_a_test_report(engine: Engine, t0:
     assert again != alarm_id
 
 
+def test_test_reports_of_one_batch_restore_once_and_keep_the_newest_time(
+    engine: Engine, t0: int
+) -> None:
+    set_test_interval(engine, ACCOUNT, 60, t0 - (60 + GRACE_S + 1) * SECOND)
+    set_test_interval(engine, OTHER, 60, t0 - 30 * SECOND)
+    proc = processor(engine)
+    assert supervise(engine, t0) == 1
+    [ftt] = pending(engine)
+    alarm_id = int(str(ftt["alarm_id"]))
+    store(
+        engine,
+        sig("E602", t0 + 9 * SECOND, zone="000"),
+        sig("E602", t0 + 5 * SECOND, zone="000"),  # older, arriving later: the clock stays
+        sig("E602", t0 + 7 * SECOND, zone="000", panel="13"),  # the other account
+    )
+    route(engine, proc, t0 + 10 * SECOND)  # one batch, one transaction
+    restorals = [
+        e
+        for e in history(engine, ACCOUNT, t0, t0 + 20 * SECOND)
+        if e["alarm_id"] == alarm_id and e["hist_text"] == "FAIL TO TEST RESTORE"
+    ]
+    assert len(restorals) == 1
+    assert account_row(engine, ACCOUNT)["last_test_us"] == t0 + 9 * SECOND
+    assert account_row(engine, ACCOUNT)["test_alarm_id"] is None
+    assert account_row(engine, OTHER)["last_test_us"] == t0 + 7 * SECOND
+
+
 def test_fail_to_test_counts_from_creation_without_a_test(engine: Engine, t0: int) -> None:
     with write_transaction(engine) as conn:
         conn.execute(

@@ -27,8 +27,19 @@ ACCOUNT = schema.account.c
 ALARM = schema.alarm.c
 
 _ACCOUNT_CHUNK = 500
-_KNOWN = select(ACCOUNT.account_number).where(
+_KNOWN = select(ACCOUNT.account_number, ACCOUNT.test_alarm_id).where(
     ACCOUNT.account_number.in_(bindparam("numbers", expanding=True))
+)
+_TESTED = (
+    update(schema.account)
+    .where(ACCOUNT.account_number == bindparam("tested"))
+    .values(
+        last_test_us=case(
+            (ACCOUNT.last_test_us > bindparam("at_us"), ACCOUNT.last_test_us),
+            else_=bindparam("at_us"),
+        ),
+        test_alarm_id=None,
+    )
 )
 _NOTHING_DESCRIBED: tuple[dict[tuple[str, str], str], dict[str, str]] = ({}, {})
 
@@ -121,6 +132,8 @@ class SqlRepository:
         self._cache = cache
         self._inserts = inserts
         self._known_accounts: set[str] = set()
+        self._test_alarms: dict[str, int | None] = {}  # a known account's FAIL TO TEST alarm
+        self._tested: dict[str, int] = {}  # account: its newest test report, written at flush
         self._descriptions: alarm_response.Descriptions = {}
         self._described: set[tuple[str, str]] = set()
         self._checked_accounts: set[str] = set()
@@ -136,8 +149,9 @@ class SqlRepository:
         wanted = sorted(numbers - self._checked_accounts)
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            found = self._conn.execute(_KNOWN, {"numbers": fixed_shape(chunk)}).scalars()
-            self._known_accounts.update(found)
+            for number, test_alarm in self._conn.execute(_KNOWN, {"numbers": fixed_shape(chunk)}):
+                self._known_accounts.add(number)
+                self._test_alarms[number] = test_alarm
         self._checked_accounts.update(wanted)
 
     def preload_descriptions(self, pairs: set[tuple[str, str]]) -> None:
@@ -278,15 +292,13 @@ class SqlRepository:
         self.publish(events.ALARM_RESTORED, alarm["account_number"], data, at_us)
 
     def test_report(self, account_number: str, at_us: int) -> int | None:
-        ended = self._conn.execute(
-            select(ACCOUNT.test_alarm_id).where(ACCOUNT.account_number == account_number)
-        ).scalar()
-        newest = case((ACCOUNT.last_test_us > at_us, ACCOUNT.last_test_us), else_=at_us)
-        self._conn.execute(
-            update(schema.account)
-            .where(ACCOUNT.account_number == account_number)
-            .values(last_test_us=newest, test_alarm_id=None)
-        )
+        """A periodic test report: the account's FAIL TO TEST alarm it ends, if any (its test
+        timer is written at :meth:`flush`, one statement for every account of the batch)."""
+        if not self.account_exists(account_number):
+            return None
+        ended = self._test_alarms.get(account_number)
+        self._test_alarms[account_number] = None
+        self._tested[account_number] = max(at_us, self._tested.get(account_number, at_us))
         if ended is None:
             return None
         data = events.supervision_data(FAIL_TO_TEST, account_number, int(ended))
@@ -328,4 +340,8 @@ class SqlRepository:
         if self._history:
             self._inserts.history.execute(self._conn, self._history)
             self._history = []
+        if self._tested:
+            tested = [{"tested": a, "at_us": at} for a, at in sorted(self._tested.items())]
+            self._conn.execute(_TESTED, tested)
+            self._tested = {}
         return raised
