@@ -81,7 +81,7 @@ class Runtime:
         )
         self.live_feed = console.LiveFeed(self.engine)
         self._webhook_engine = None
-        self.webhooks: WebhookProcess | WebhookWorker = WebhookProcess(settings)
+        self.webhooks: WebhookProcess | WebhookWorker = WebhookProcess(settings, self.engine)
         if not webhooks_apart:
             # deliveries can be derived again from what is durable: their commits need not wait
             self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)

@@ -2,10 +2,11 @@
 webhooks is Python work in an event loop (HTTP, signatures, reading what may go), and in a
 process apart it never holds the node's interpreter lock while the node answers signals.
 
-The node starts it with :class:`WebhookProcess`, hands it its settings over a socket pair (never
-on the command line, where other users of the machine could read them), starts it again if it
-dies, and stops it by closing its end: the process then records what ended and exits. A node
-killed outright closes that end too. SIGINT and SIGTERM are left to the node.
+The node starts it with :class:`WebhookProcess` once the station has a webhook (a node without
+one runs no such process), hands it its settings over a socket pair (never on the command line,
+where other users of the machine could read them), starts it again if it dies, and stops it by
+closing its end: the process then records what ended and exits. A node killed outright closes
+that end too. SIGINT and SIGTERM are left to the node.
 """
 
 from __future__ import annotations
@@ -20,23 +21,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
 from alarmhub import files, logs, secret_key
 from alarmhub.settings import Settings
-from alarmhub.store import framing
-from alarmhub.store.engine import open_engine
+from alarmhub.store import framing, schema
+from alarmhub.store.engine import open_engine, read_in_thread
 from alarmhub.webhooks import STOP_SECONDS, WebhookWorker
 
 log = logging.getLogger("alarmhub.webhooks")
 START_SECONDS = 30.0
 RESTART_SECONDS = 1.0
 WATCH_SECONDS = 1.0
+_ANY_WEBHOOK = (
+    select(schema.webhook.c.webhook_id).where(schema.webhook.c.removed_us.is_(None)).limit(1)
+)
 
 
 class WebhookProcess:
     """The worker's process, seen from the node: :meth:`start` and :meth:`stop` as
     :class:`~alarmhub.webhooks.WebhookWorker`'s."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, engine: Engine) -> None:
+        self._engine = engine
         self._config = {
             "url": settings.database,
             "data_dir": str(settings.data_dir),
@@ -48,8 +56,14 @@ class WebhookProcess:
         self._watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self._spawn()
+        if await self._wanted():
+            await self._spawn()
         self._watch = asyncio.create_task(self._watching(), name="webhook process")
+
+    async def _wanted(self) -> bool:
+        """Whether the station has a webhook (not removed)."""
+        found = await read_in_thread(self._engine, lambda c: c.execute(_ANY_WEBHOOK).first())
+        return found is not None
 
     async def stop(self) -> None:
         if self._watch is not None:
@@ -97,10 +111,17 @@ class WebhookProcess:
             await asyncio.to_thread(process.wait)
 
     async def _watching(self) -> None:
-        """Start the process again when it ended on its own."""
+        """Start the process once there is a webhook, and again when it ended on its own."""
         while True:
             await asyncio.sleep(WATCH_SECONDS)
-            if self._process is None or self._process.poll() is None:
+            if self._process is None:
+                try:
+                    if await self._wanted():
+                        await self._spawn()
+                except Exception as exc:
+                    log.warning("webhook process not started", extra={"error": repr(exc)})
+                continue
+            if self._process.poll() is None:
                 continue
             log.warning("webhook process exited; starting it again",
                         extra={"code": self._process.returncode})  # fmt: skip

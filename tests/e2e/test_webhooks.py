@@ -182,6 +182,7 @@ def webhook_pids(server: Server) -> list[int]:
 def test_the_webhook_process_is_started_again_and_ends_with_its_node(
     tmp_path: Path, engine: Engine, node: Server, receiver: Receiver
 ) -> None:
+    assert webhook_pids(node) == [], "no webhook: no webhook process"
     add_webhook(tmp_path, receiver.url, events.ALARM_RAISED)
     first = publish(engine, "700001")
     wait_for(lambda: receiver.delivered, "delivered", DELIVERY_DEADLINE_S)
