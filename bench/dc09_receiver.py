@@ -60,9 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import mix
-from pending_latency import cpu_seconds, percentile
+from pending_latency import cpu_seconds, node_cpu_seconds, percentile
 from run import settle
-from webhook_delivery import node_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT_BASE = 1000  # the unknown mix's accounts

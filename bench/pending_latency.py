@@ -362,6 +362,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def node_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a node and its children (writer, webhook process) so far."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        pids += [int(p) for p in (task / "children").read_text().split()]
+    return sum(cpu_seconds(p) for p in pids)
+
+
 def machine_busy_seconds() -> tuple[float, float]:
     """CPU seconds the machine spent so far in processes (user, nice, system) and in interrupts
     (irq, softirq: loopback TCP shows up here), from /proc/stat."""

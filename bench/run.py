@@ -40,8 +40,14 @@ from pathlib import Path
 from typing import Any
 
 import mix
-from pending_latency import Share, cpu_seconds, gather, load_process, percentile
-from webhook_delivery import node_cpu_seconds
+from pending_latency import (
+    Share,
+    cpu_seconds,
+    gather,
+    load_process,
+    node_cpu_seconds,
+    percentile,
+)
 
 HERE = Path(__file__).resolve().parent
 TARGET_RATE = 6000

@@ -25,7 +25,6 @@ import asyncio
 import json
 import math
 import multiprocessing as mp
-import os
 import shutil
 import signal
 import sqlite3
@@ -40,6 +39,7 @@ from pending_latency import (
     Share,
     free_port,
     load_process,
+    node_cpu_seconds,
     percentile,
     provision,
     start_node,
@@ -146,18 +146,6 @@ def answer_ms(results: list[tuple[int, int, float, float]]) -> dict[str, float]:
     ok = sorted((answered - sent) * 1000 for _, status, sent, answered in results if status == 200)
     return {"count": len(ok), "failed": len(results) - len(ok), "p50": percentile(ok, 0.5),
             "p99": percentile(ok, 0.99), "max": ok[-1] if ok else math.inf}  # fmt: skip
-
-
-def node_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user and system) of the node and its children (writer, webhook process)."""
-    pids = [pid]
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        pids += [int(p) for p in (task / "children").read_text().split()]
-    ticks = 0
-    for p in pids:
-        fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def event_count(db: Path) -> int:
