@@ -211,6 +211,32 @@ def test_restore_in_a_later_batch_links_to_the_stored_alarm(engine: Engine, t0: 
     assert alarm(engine, other_zone)["restore_us"] is None
 
 
+def test_restorals_of_one_batch_restore_the_newest_open_alarm_each(
+    engine: Engine, t0: int
+) -> None:
+    """The alarms a batch's restorals may restore are looked up at once; each restoral still
+    takes the newest alarm not yet restored, those raised in the same batch included."""
+    first, second = store(engine, sig("E130", t0), sig("E130", t0 + 1))
+    route(engine, processor(engine), t0)
+    restore_a, third, restore_b, restore_c, restore_d = store(
+        engine,
+        sig("R130", t0 + MINUTE),
+        sig("E130", t0 + MINUTE + 1),
+        sig("R130", t0 + MINUTE + 2),
+        sig("R130", t0 + MINUTE + 3),
+        sig("R130", t0 + MINUTE + 4),
+    )
+    route(engine, processor(engine), t0 + 2 * MINUTE)
+    linked = [of_incident(engine, n)[0]["alarm_id"] for n in (restore_a, restore_b, restore_c)]
+    assert linked == [second, third, first]
+    assert of_incident(engine, restore_d)[0]["alarm_id"] is None, "none is left to restore"
+    assert [alarm(engine, n)["restore_us"] for n in (first, second, third)] == [
+        t0 + MINUTE + 3,
+        t0 + MINUTE,
+        t0 + MINUTE + 2,
+    ]
+
+
 def test_unknown_account_alarm_in_the_queue(engine: Engine, t0: int) -> None:
     unknown_dnis, unfitting, unknown_account = store(
         engine,

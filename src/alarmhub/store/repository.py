@@ -102,16 +102,27 @@ def _raised(alarm: dict[str, Any]) -> tuple[Any, ...]:
     return outbox.row(events.ALARM_RAISED, alarm["account_number"], data, alarm["pending_us"])
 
 
+_OPEN_ALARMS = select(
+    ALARM.alarm_id, ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone, ALARM.type,
+    ALARM.hist_text, ALARM.priority, ALARM.state,
+).where(
+    ALARM.account_number.in_(bindparam("numbers", expanding=True)),
+    ALARM.restore_us.is_(None),
+    ALARM.state.in_(UNRESOLVED_STATES),
+)  # fmt: skip
+"""The alarms of some accounts a restoral may restore, looked up in bulk."""
 _RESTORE = (
     update(schema.alarm)
     .where(ALARM.alarm_id == bindparam("restored"), ALARM.restore_us.is_(None))
     .values(restore_us=bindparam("at_us"))
-    .returning(
-        ALARM.alarm_id, ALARM.account_number, ALARM.type, ALARM.hist_text, ALARM.priority,
-        ALARM.state,
-    )
+)
+"""A restoral arrived: the alarm's restore time, if it had none before."""
+_RESTORE_ONE = _RESTORE.returning(
+    ALARM.alarm_id, ALARM.account_number, ALARM.type, ALARM.hist_text, ALARM.priority,
+    ALARM.state,
 )  # fmt: skip
-"""A restoral arrived: the alarm's row, if it had none before (for ``alarm.restored``)."""
+"""The same for an alarm not looked up before (a system alarm's restoral): its row."""
+OpenKey = tuple[str, str, str, str]  # account, event code, area, zone
 
 
 class Inserts:
@@ -138,6 +149,12 @@ class SqlRepository:
         self._described: set[tuple[str, str]] = set()
         self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
+        # the alarms a restoral may restore, oldest first, by what it names: those of the
+        # accounts looked up (``preload_open_alarms``) and those raised in this transaction
+        self._open: dict[OpenKey, list[dict[str, Any]]] = {}
+        self._open_rows: dict[int, dict[str, Any]] = {}  # those looked up, by alarm id
+        self._open_checked: set[str] = set()
+        self._restores: list[dict[str, Any]] = []  # restore times to write at flush
         self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
         self._events: list[tuple[Any, ...]] = []  # in the order of what happened
@@ -191,29 +208,27 @@ class SqlRepository:
     def on_test(self, account_number: str) -> Test | None:
         return self._cache.tests.get(account_number)
 
+    def preload_open_alarms(self, numbers: set[str]) -> None:
+        """Look up the unrestored alarms of many accounts at once (those of a batch's
+        restorals)."""
+        wanted = sorted(numbers - self._open_checked)
+        for start in range(0, len(wanted), _ACCOUNT_CHUNK):
+            chunk = wanted[start : start + _ACCOUNT_CHUNK]
+            rows = self._conn.execute(_OPEN_ALARMS, {"numbers": fixed_shape(chunk)}).mappings()
+            for row in sorted(rows, key=itemgetter("alarm_id")):
+                alarm = self._open_rows[row["alarm_id"]] = dict(row)
+                key = (row["account_number"], row["event_code"], row["area"], row["zone"])
+                found = self._open.setdefault(key, [])
+                found.append(alarm)
+                if len(found) > 1 and found[-2]["alarm_id"] > alarm["alarm_id"]:
+                    found.sort(key=itemgetter("alarm_id"))  # after alarms raised here
+        self._open_checked.update(wanted)
+
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
-        key = (account_number, event_code, area, zone)
-        for alarm_id in sorted(self._alarms, reverse=True):
-            row = self._alarms[alarm_id]
-            if (
-                row["restore_us"] is None
-                and (row["account_number"], row["event_code"], row["area"], row["zone"]) == key
-            ):
-                return alarm_id
-        found = self._conn.execute(
-            select(ALARM.alarm_id)
-            .where(
-                ALARM.account_number == account_number,
-                ALARM.event_code == event_code,
-                ALARM.area == area,
-                ALARM.zone == zone,
-                ALARM.restore_us.is_(None),
-                ALARM.state.in_(UNRESOLVED_STATES),
-            )
-            .order_by(ALARM.alarm_id.desc())
-            .limit(1)
-        ).scalar()
-        return int(found) if found is not None else None
+        if account_number not in self._open_checked:
+            self.preload_open_alarms({account_number})
+        found = self._open.get((account_number, event_code, area, zone))
+        return int(found[-1]["alarm_id"]) if found else None
 
     def open_unknown_alarm(self, source: str, destination: str) -> int | None:
         # the alarms raised in this transaction are pending; those before it are found in the
@@ -260,6 +275,8 @@ class SqlRepository:
         self, alarm: HistoryEvent, pending_us: int, state: AlarmState = AlarmState.PENDING
     ) -> None:
         row = self._alarms[alarm.incident_number] = _alarm_row(alarm, pending_us, state)
+        key = (alarm.account_number, alarm.event_code, alarm.area, alarm.zone)
+        self._open.setdefault(key, []).append(row)
         self._raised_event[alarm.incident_number] = len(self._events)
         self._events.append(_raised(row))
         if alarm.path is RoutePath.UNKNOWN:
@@ -274,18 +291,32 @@ class SqlRepository:
         self._events.append(outbox.row(kind, account, data, at_us))
 
     def restore_arrived(self, alarm_id: int, at_us: int) -> None:
+        """Mark the alarm ``open_alarm`` found restored (written at :meth:`flush`)."""
         buffered = self._alarms.get(alarm_id)
-        if buffered is not None:
-            if buffered["restore_us"] is None:
-                self._restored(buffered, at_us)
-            buffered["restore_us"] = at_us
+        row = buffered if buffered is not None else self._open_rows.get(alarm_id)
+        if row is None:
+            self._restore_unlooked(alarm_id, at_us)
             return
+        if row.get("restore_us") is not None:
+            return
+        key = (row["account_number"], row["event_code"], row["area"], row["zone"])
+        self._open[key].remove(row)
+        row["restore_us"] = at_us
+        if buffered is None:
+            self._restores.append({"restored": alarm_id, "at_us": at_us})
+            self._queue_changed = True
+        if row["state"] != AlarmState.RESOLVED:
+            self._restored(row, at_us)
+
+    def _restore_unlooked(self, alarm_id: int, at_us: int) -> None:
         restored = (
-            self._conn.execute(_RESTORE, {"restored": alarm_id, "at_us": at_us}).mappings().first()
+            self._conn.execute(_RESTORE_ONE, {"restored": alarm_id, "at_us": at_us})
+            .mappings()
+            .first()
         )
         self._queue_changed = True
         if restored is not None and restored["state"] != AlarmState.RESOLVED:
-            self._restored(dict(restored), at_us)
+            self._restored(restored, at_us)
 
     def _restored(self, alarm: Mapping[str, Any], at_us: int) -> None:
         data = events.alarm_data(alarm, state=alarm["state"])
@@ -323,6 +354,9 @@ class SqlRepository:
             for alarm_id, row in self._alarms.items()
             if row["state"] == AlarmState.PENDING
         ]
+        if self._restores:
+            self._conn.execute(_RESTORE, self._restores)
+            self._restores = []
         if self._alarms:
             alarms = self._alarms.values()
             self._inserts.alarm.execute(self._conn, [_alarm_values(r) for r in alarms])

@@ -153,13 +153,20 @@ class SignalRouting:
             self._last_sweep_us = newest
 
     def _preload(self, repo: SqlRepository, signals: Sequence[StoredSignal]) -> None:
+        """Look up at once what the batch's signals will ask of the database: their accounts,
+        the descriptions of their zones and users, the alarms their restorals may restore."""
         numbers = set()
         pairs = set()
+        restoring = set()
         for signal in signals:
             mask = self.cache.masks.get(signal.dnis)
             number = apply_mask(mask, signal.panel) if mask is not None else None
             if number:
                 numbers.add(number)
                 pairs.add((number, signal.zone))
+                if signal.code[0] == "R":
+                    restoring.add(number)
         repo.preload_accounts(numbers)
         repo.preload_descriptions(pairs)
+        if restoring:
+            repo.preload_open_alarms(restoring)
