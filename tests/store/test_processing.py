@@ -211,9 +211,7 @@ def test_restore_in_a_later_batch_links_to_the_stored_alarm(engine: Engine, t0: 
     assert alarm(engine, other_zone)["restore_us"] is None
 
 
-def test_restorals_of_one_batch_restore_the_newest_open_alarm_each(
-    engine: Engine, t0: int
-) -> None:
+def test_restorals_of_one_batch_restore_the_newest_open_alarm_each(engine: Engine, t0: int) -> None:
     """The alarms a batch's restorals may restore are looked up at once; each restoral still
     takes the newest alarm not yet restored, those raised in the same batch included."""
     first, second = store(engine, sig("E130", t0), sig("E130", t0 + 1))
@@ -701,3 +699,34 @@ def test_keys_are_forgotten_when_their_window_passes(engine: Engine, t0: int) ->
         c = s.idempotency.c
         kept = {tuple(row) for row in conn.execute(select(c.token_name, c.idempotency_key))}
     assert kept == {("main", "new"), ("dc09", "new")}
+
+
+def test_what_routing_remembers_of_accounts_follows_their_changes(engine: Engine, t0: int) -> None:
+    """One router, as the writer keeps it: a FAIL TO TEST alarm raised by the supervision
+    beside it after routing met the account, an account added after routing met its number,
+    and a zone described after routing met the account, are each seen by the next batch."""
+    from alarmhub.core.response import Zone
+    from alarmhub.store import response
+
+    set_test_interval(engine, ACCOUNT, 60, t0 - (60 + GRACE_S + 1) * SECOND)
+    proc = processor(engine)
+    checks = Supervision(engine, GRACE_S, cache=proc.cache)  # as the writer pairs them
+    first, _ = store(engine, sig("E130", t0, panel="14"), sig("E130", t0))
+    route(engine, proc, t0)
+    assert of_incident(engine, first)[0]["pr_checksum"] == "UNKNOWN"
+    with write_transaction(engine) as conn:
+        assert checks.supervise(conn, t0 + SECOND) == 1
+    [ftt] = [a for a in pending(engine) if a["type"] == "FTT"]
+    [report] = store(engine, sig("E602", t0 + 2 * SECOND, zone="000"))
+    route(engine, proc, t0 + 3 * SECOND)
+    assert alarm(engine, int(str(ftt["alarm_id"])))["restore_us"] == t0 + 3 * SECOND
+    assert [e["pr_checksum"] for e in of_incident(engine, report)] == ["HISTORY"]
+
+    provisioning.add_account(engine, Account("700014", "Late Co"))
+    response.set_zone(engine, Zone(ACCOUNT, "015", "BACK DOOR"))
+    late, burglary = store(
+        engine, sig("E130", t0 + 4 * SECOND, panel="14"), sig("E130", t0 + 4 * SECOND)
+    )
+    route(engine, proc, t0 + 5 * SECOND)
+    assert of_incident(engine, late)[0]["pr_checksum"] == "PENDING"
+    assert "BACK DOOR" in str(of_incident(engine, burglary)[0]["hist_text"])

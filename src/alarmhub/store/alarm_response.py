@@ -55,29 +55,26 @@ Descriptions = dict[str, tuple[dict[tuple[str, str], str], dict[str, str]]]
 
 
 _ZONES_OF = select(ZONE.account_number, ZONE.zone, ZONE.area, ZONE.description).where(
-    ZONE.account_number.in_(bindparam("accounts", expanding=True)),
-    ZONE.zone.in_(bindparam("numbers", expanding=True)),
+    ZONE.account_number.in_(bindparam("accounts", expanding=True))
 )
 _USERS_OF = select(USER.account_number, USER.user_number, USER.name).where(
-    USER.account_number.in_(bindparam("accounts", expanding=True)),
-    USER.user_number.in_(bindparam("numbers", expanding=True)),
+    USER.account_number.in_(bindparam("accounts", expanding=True))
 )
 
 
-def descriptions(conn: Connection, pairs: Iterable[tuple[str, str]]) -> Descriptions:
-    """The zone descriptions and panel-user names of the (account, zone or user number) pairs
-    of a batch of signals, in two queries per chunk of accounts: never the whole table."""
-    by_account: dict[str, set[str]] = defaultdict(set)
-    for account, number in pairs:
-        by_account[account].add(number)
+def descriptions(conn: Connection, accounts: Iterable[str]) -> Descriptions:
+    """The zone descriptions and panel-user names of ``accounts`` (those of a batch of
+    signals), in two queries per chunk of accounts: never the whole table. Every account asked
+    for has an entry, empty when it has none."""
     found: Descriptions = {}
-    for chunk in chunks(sorted(by_account)):
-        numbers = sorted(set().union(*(by_account[a] for a in chunk)))
-        wanted = {"accounts": fixed_shape(chunk), "numbers": fixed_shape(numbers)}
+    for chunk in chunks(sorted(set(accounts))):
+        for account in chunk:
+            found[account] = ({}, {})
+        wanted = {"accounts": fixed_shape(chunk)}
         for account, zone, area, text in conn.execute(_ZONES_OF, wanted):
-            found.setdefault(account, ({}, {}))[0][(zone, area)] = text
+            found[account][0][(zone, area)] = text
         for account, user, name in conn.execute(_USERS_OF, wanted):
-            found.setdefault(account, ({}, {}))[1][user] = name
+            found[account][1][user] = name
     return found
 
 

@@ -1,6 +1,8 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
 storm mode, the accounts with an open/close schedule, the accounts on test, the webhooks whose
-deliveries its events make), cached and reloaded when the provisioning revision changes."""
+deliveries its events make), cached and reloaded when the provisioning revision changes; and
+what routing has learnt of the accounts it met (:class:`AccountMemory`), kept as long as the
+data it came from is unchanged."""
 
 from __future__ import annotations
 
@@ -11,6 +13,51 @@ from sqlalchemy import Connection, select
 from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
 from alarmhub.store import provisioning, schedules, schema, storm, webhooks
+from alarmhub.store.alarm_response import RESPONSE, Descriptions
+
+_REVISIONS = select(schema.revision.c.name, schema.revision.c.value).where(
+    schema.revision.c.name.in_((provisioning.PROVISIONING, RESPONSE))
+)
+
+
+class AccountMemory:
+    """What routing learnt of accounts in earlier batches, so that a batch looks up only the
+    accounts it has not met: which exist (until the provisioning revision changes), their zone
+    descriptions and user names (until the response data's revision changes), and
+    each account's open FAIL TO TEST alarm, which only routing and supervision change. Where
+    another process may change that alarm (the nodes of a shared database), the router forgets
+    it before every batch (:meth:`forget_test_alarms`).
+
+    Bounded: past ``MAX_ENTRIES`` accounts, it starts again empty."""
+
+    MAX_ENTRIES = 200_000
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.unknown: set[str] = set()
+        self.test_alarms: dict[str, int | None] = {}  # a known account's FAIL TO TEST alarm
+        self.descriptions: Descriptions = {}
+        self.described: set[str] = set()  # the accounts whose descriptions are here
+
+    def forget_accounts(self) -> None:
+        self.known, self.unknown, self.test_alarms = set(), set(), {}
+
+    def forget_test_alarms(self, account: str | None = None) -> None:
+        """Forget the FAIL TO TEST alarm of ``account`` (None: of every account), to be looked
+        up again."""
+        if account is None:
+            self.test_alarms = {}
+        else:
+            self.test_alarms.pop(account, None)
+
+    def forget_descriptions(self) -> None:
+        self.descriptions, self.described = {}, set()
+
+    def bound(self) -> None:
+        if len(self.known) + len(self.unknown) > self.MAX_ENTRIES:
+            self.forget_accounts()
+        if len(self.described) > self.MAX_ENTRIES:
+            self.forget_descriptions()
 
 
 @dataclass
@@ -25,10 +72,19 @@ class ProvisioningCache:
     tests: dict[str, on_test.Test] = field(default_factory=dict)
     webhooks: list[webhooks.Subscribed] = field(default_factory=list)
 
+    response_revision: int = -1
+    memory: AccountMemory = field(default_factory=AccountMemory)
+
     def refresh(self, conn: Connection) -> None:
-        current = provisioning.revision(conn)
+        revisions: dict[str, int] = {name: value for name, value in conn.execute(_REVISIONS)}
+        response = int(revisions.get(RESPONSE, 0))
+        if response != self.response_revision:
+            self.memory.forget_descriptions()
+            self.response_revision = response
+        current = int(revisions.get(provisioning.PROVISIONING, 0))
         if current == self.revision:
             return
+        self.memory.forget_accounts()
         rows = conn.execute(select(schema.dnis.c.dnis, schema.dnis.c.line_mask))
         self.masks = {dnis: mask for dnis, mask in rows}
         self.alarm_types = merged(provisioning.alarm_type_overrides(conn))

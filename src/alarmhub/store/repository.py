@@ -108,9 +108,11 @@ _OPEN_ALARMS = select(
 ).where(
     ALARM.account_number.in_(bindparam("numbers", expanding=True)),
     ALARM.restore_us.is_(None),
-    ALARM.state.in_(UNRESOLVED_STATES),
 )  # fmt: skip
-"""The alarms of some accounts a restoral may restore, looked up in bulk."""
+"""The alarms of some accounts a restoral may restore, looked up in bulk by the accounts'
+index (their states are sorted out after: a condition on the state would let the planner read
+the whole queue's index instead)."""
+_UNRESOLVED = frozenset(UNRESOLVED_STATES)
 _RESTORE = (
     update(schema.alarm)
     .where(ALARM.alarm_id == bindparam("restored"), ALARM.restore_us.is_(None))
@@ -142,12 +144,8 @@ class SqlRepository:
         self._conn = conn
         self._cache = cache
         self._inserts = inserts
-        self._known_accounts: set[str] = set()
-        self._test_alarms: dict[str, int | None] = {}  # a known account's FAIL TO TEST alarm
+        self._memory = cache.memory  # accounts met, in this batch or earlier ones
         self._tested: dict[str, int] = {}  # account: its newest test report, written at flush
-        self._descriptions: alarm_response.Descriptions = {}
-        self._described: set[tuple[str, str]] = set()
-        self._checked_accounts: set[str] = set()
         self._alarms: dict[int, dict[str, Any]] = {}
         # the alarms a restoral may restore, oldest first, by what it names: those of the
         # accounts looked up (``preload_open_alarms``) and those raised in this transaction
@@ -162,41 +160,49 @@ class SqlRepository:
         self._queue_changed = False
 
     def preload_accounts(self, numbers: set[str]) -> None:
-        """Look up many accounts at once (the accounts a batch of signals may belong to)."""
-        wanted = sorted(numbers - self._checked_accounts)
+        """Look up many accounts at once (the accounts a batch of signals may belong to), but
+        for those met before whose FAIL TO TEST alarm is known."""
+        memory = self._memory
+        memory.bound()
+        wanted = sorted(
+            n for n in numbers if n not in memory.unknown and n not in memory.test_alarms
+        )
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
             for number, test_alarm in self._conn.execute(_KNOWN, {"numbers": fixed_shape(chunk)}):
-                self._known_accounts.add(number)
-                self._test_alarms[number] = test_alarm
-        self._checked_accounts.update(wanted)
+                memory.known.add(number)
+                memory.test_alarms[number] = test_alarm
+        memory.unknown.update(n for n in wanted if n not in memory.known)
 
-    def preload_descriptions(self, pairs: set[tuple[str, str]]) -> None:
-        """Look up the zone descriptions and user names of many (account, number) pairs at once
-        (those of a batch of signals): a few rows per signal, never an account's whole data."""
-        wanted = pairs - self._described
-        if not wanted:
-            return
-        for account, (zones, users) in alarm_response.descriptions(self._conn, wanted).items():
-            known_zones, known_users = self._descriptions.setdefault(account, ({}, {}))
-            known_zones.update(zones)
-            known_users.update(users)
-        self._described.update(wanted)
+    def preload_descriptions(self, accounts: set[str]) -> None:
+        """Look up the zone descriptions and user names of many accounts at once (those of a
+        batch of signals), but for the accounts met before."""
+        memory = self._memory
+        wanted = accounts - memory.described
+        if wanted:
+            memory.descriptions.update(alarm_response.descriptions(self._conn, wanted))
+            memory.described.update(wanted)
 
     def descriptions(
         self, account_number: str, number: str
     ) -> tuple[dict[tuple[str, str], str], dict[str, str]]:
-        if (account_number, number) not in self._described:
-            self.preload_descriptions({(account_number, number)})
-        return self._descriptions.get(account_number, _NOTHING_DESCRIBED)
+        if account_number not in self._memory.described:
+            self.preload_descriptions({account_number})
+        return self._memory.descriptions.get(account_number, _NOTHING_DESCRIBED)
 
     def line_mask(self, dnis: str) -> str | None:
         return self._cache.masks.get(dnis)
 
+    @property
+    def known_accounts(self) -> set[str]:
+        """The accounts looked up so far that exist."""
+        return self._memory.known
+
     def account_exists(self, account_number: str) -> bool:
-        if account_number not in self._checked_accounts:
+        memory = self._memory
+        if account_number not in memory.test_alarms and account_number not in memory.unknown:
             self.preload_accounts({account_number})
-        return account_number in self._known_accounts
+        return account_number in memory.known
 
     def alarm_type(self, event_code: str) -> AlarmType:
         return self._cache.alarm_types[event_code]
@@ -216,6 +222,8 @@ class SqlRepository:
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
             rows = self._conn.execute(_OPEN_ALARMS, {"numbers": fixed_shape(chunk)}).mappings()
             for row in sorted(rows, key=itemgetter("alarm_id")):
+                if row["state"] not in _UNRESOLVED:
+                    continue
                 alarm = self._open_rows[row["alarm_id"]] = dict(row)
                 key = (row["account_number"], row["event_code"], row["area"], row["zone"])
                 found = self._open.setdefault(key, [])
@@ -316,7 +324,7 @@ class SqlRepository:
         )
         self._queue_changed = True
         if restored is not None and restored["state"] != AlarmState.RESOLVED:
-            self._restored(restored, at_us)
+            self._restored(dict(restored), at_us)
 
     def _restored(self, alarm: Mapping[str, Any], at_us: int) -> None:
         data = events.alarm_data(alarm, state=alarm["state"])
@@ -327,8 +335,8 @@ class SqlRepository:
         timer is written at :meth:`flush`, one statement for every account of the batch)."""
         if not self.account_exists(account_number):
             return None
-        ended = self._test_alarms.get(account_number)
-        self._test_alarms[account_number] = None
+        ended = self._memory.test_alarms.get(account_number)
+        self._memory.test_alarms[account_number] = None
         self._tested[account_number] = max(at_us, self._tested.get(account_number, at_us))
         if ended is None:
             return None

@@ -105,6 +105,7 @@ class SignalRouting:
         would count them twice, and could take an account's real alarms for a runaway)."""
         runaway = self.router.runaway
         self.router.runaway = RunawayMonitor(runaway.limit, runaway.minutes)
+        self.cache.memory.forget_test_alarms()  # it may remember what was not committed
         self.recall(conn, now_us)
 
     def route(self, conn: Connection, now_us: int, limit: int = ROUTE_BATCH) -> int:
@@ -122,7 +123,9 @@ class SignalRouting:
         """Route ``signals`` (stored in incident-number order, in this transaction or before
         it, none routed yet, none older left unrouted) and mark them routed."""
         self.cache.refresh(conn)
-        if self.shared:  # count what the other nodes routed since this one last routed
+        if self.shared:  # count what the other nodes routed since this one last routed; their
+            # routing and supervision change the accounts' FAIL TO TEST alarms
+            self.cache.memory.forget_test_alarms()
             self._observe(
                 conn.execute(
                     _ROUTED_ELSEWHERE,
@@ -156,17 +159,15 @@ class SignalRouting:
         """Look up at once what the batch's signals will ask of the database: their accounts,
         the descriptions of their zones and users, the alarms their restorals may restore."""
         numbers = set()
-        pairs = set()
         restoring = set()
         for signal in signals:
             mask = self.cache.masks.get(signal.dnis)
             number = apply_mask(mask, signal.panel) if mask is not None else None
             if number:
                 numbers.add(number)
-                pairs.add((number, signal.zone))
                 if signal.code[0] == "R":
                     restoring.add(number)
         repo.preload_accounts(numbers)
-        repo.preload_descriptions(pairs)
+        repo.preload_descriptions(numbers & repo.known_accounts)
         if restoring:
             repo.preload_open_alarms(restoring)

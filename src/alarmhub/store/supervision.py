@@ -42,8 +42,14 @@ log = logging.getLogger("alarmhub.router")
 class Supervision:
     """Runs the supervision checks; one per database writer."""
 
-    def __init__(self, engine: Engine, test_grace_s: int, station_zone: tzinfo = UTC) -> None:
-        self.cache = ProvisioningCache()
+    def __init__(
+        self,
+        engine: Engine,
+        test_grace_s: int,
+        station_zone: tzinfo = UTC,
+        cache: ProvisioningCache | None = None,
+    ) -> None:
+        self.cache = cache or ProvisioningCache()  # routing's own, where it runs beside it
         self._inserts = Inserts(engine)
         self._test_grace_s = test_grace_s
         self._station_zone = station_zone  # of schedules with no time zone of their own
@@ -54,6 +60,8 @@ class Supervision:
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         lock_incidents(conn)
         self.cache.refresh(conn)
+        # what routing remembers of FAIL TO TEST alarms is read again: this transaction raises them
+        self.cache.memory.forget_test_alarms()
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)

@@ -112,6 +112,7 @@ class WriterLoop:
             self._derived.engine,
             test_grace_s=int(config["test_grace_minutes"]) * 60,
             station_zone=station_zone(config.get("timezone", "")),
+            cache=self._routing.cache,
         )
         self._buffer = buffer
         self._waiting: list[list[Any]] = []
@@ -320,6 +321,7 @@ class WriterLoop:
             with self._derived.transaction() as conn:
                 self._supervision.supervise(conn, now_us(), leader=self._leader)
         except Exception as exc:
+            self._routing.cache.memory.forget_test_alarms()  # as it was before the failure
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
         self._forget_keys()
 
