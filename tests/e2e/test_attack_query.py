@@ -29,7 +29,7 @@ from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook, QueryAuth, Refused
-from tests.support.database import database_url, db_rows, drop_database, new_database
+from tests.support.database import UNROUTED, database_url, db_rows, drop_database, new_database
 from tests.support.processes import Runner, Server, Station, cli, provision, wait_for
 from tests.support.xm_signing import PARAMS, PATH, hmac_headers, new_nonce, sha1_headers
 
@@ -112,9 +112,7 @@ def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]
             answer = station.post(body)
             assert answer.status_code == 200, answer.text
         wait_for(
-            lambda: (
-                db_rows(data_dir, "SELECT count(*) FROM signal WHERE routed_us IS NULL")[0][0] == 0
-            ),
+            lambda: db_rows(data_dir, UNROUTED)[0][0] == 0,
             "every signal routed",
             DEADLINE_S,
         )

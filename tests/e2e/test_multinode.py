@@ -33,7 +33,7 @@ from alarmhub.store import operators
 from alarmhub.store.engine import open_engine
 from alarmhub.xm import errors
 from tests.support.console_client import Console, queue_rows, read_events
-from tests.support.database import drop_database, new_database
+from tests.support.database import UNROUTED, drop_database, new_database
 from tests.support.processes import Server, cli, wait_for
 
 pytestmark = [
@@ -230,7 +230,7 @@ def test_three_nodes_one_killed_mid_load(tmp_path: Path, database_url: str) -> N
         assert sorted(stored) == numbers
         # ... and routed once, the dead node's unrouted ones by a survivor
         wait_for(
-            lambda: scalar(engine, "SELECT count(*) FROM signal WHERE routed_us IS NULL") == 0,
+            lambda: scalar(engine, UNROUTED) == 0,
             "every signal routed",
             seconds=30,
         )

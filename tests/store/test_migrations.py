@@ -10,6 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
+from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import alembic_config, open_engine, upgrade
 from tests.support.database import database_url
@@ -74,5 +75,36 @@ def test_webhook_events_left_behind_the_old_cursor_get_their_deliveries(tmp_path
             if engine.dialect.name == "sqlite":  # the table made again kept AUTOINCREMENT
                 sql = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'webhook'"))
                 assert "AUTOINCREMENT" in sql.scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_the_routed_watermark_stops_below_the_oldest_unrouted_signal(tmp_path: Path) -> None:
+    """0015 tells routed signals by a watermark: it is set below the oldest signal left
+    unrouted, so that one and every signal after it are still routed, none twice."""
+    engine = open_engine(database_url(tmp_path, "m", migrated=False))
+    try:
+        config = alembic_config(engine.url.render_as_string(hide_password=False))
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0014")
+        with engine.begin() as conn:
+            for number, routed in [(1, 10), (2, 11), (3, None), (4, None)]:
+                conn.execute(
+                    text(
+                        "INSERT INTO signal (incident_number, source, destination, dnis, panel,"
+                        " code, area, zone, token_name, received_us, routed_us)"
+                        " VALUES (:n, 's', 'd', '1', '1', 'E130', '01', '001', 't', 1, :r)"
+                    ),
+                    {"n": number, "r": routed},
+                )
+            conn.execute(text("UPDATE sequence SET value = 6 WHERE name = 'incident'"))
+        upgrade(engine)
+        with engine.connect() as conn:
+            watermark = conn.execute(
+                text("SELECT value FROM sequence WHERE name = 'routed'")
+            ).scalar_one()
+            assert watermark == 2
+            assert queries.unrouted_count(conn) == 2
     finally:
         engine.dispose()

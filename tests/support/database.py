@@ -191,3 +191,10 @@ def db_rows(data_dir: Path, sql: str, *params: object) -> list[Record]:
 def sqlite_only(why: str) -> pytest.MarkDecorator:
     """Skip a test on PostgreSQL, saying why the check does not apply there."""
     return pytest.mark.sqlite_only(why)
+
+
+UNROUTED = (
+    "SELECT count(*) FROM signal"
+    " WHERE incident_number > (SELECT value FROM sequence WHERE name = 'routed')"
+)
+"""SQL: how many stored signals wait to be routed (for tests reading a node's database)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 ACCOUNT_MAX = 9
 PANEL_POSITION = "#"
 
@@ -22,6 +24,7 @@ def mask_problem(mask: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)  # routing asks it of every signal: a station's panels repeat
 def apply_mask(mask: str, panel: str) -> str | None:
     """The account number for ``panel`` on a line with ``mask``; None when the panel does not fit.
 

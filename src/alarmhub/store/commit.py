@@ -168,6 +168,7 @@ class SignalInsert(RowInsert):
 
 
 INCIDENT = "incident"
+ROUTED = "routed"  # the watermark of routing: every signal numbered up to it is routed
 _ADVANCE = (
     update(schema.sequence)
     .where(schema.sequence.c.name == INCIDENT)

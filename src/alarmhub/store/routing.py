@@ -1,8 +1,10 @@
 """The routing of committed signals, in incident-number order, over the router's repository
 (:mod:`alarmhub.store.repository`).
 
-Each routing transaction marks the signals it routed, so a signal is routed exactly once even
-when the process dies between storing and routing it: the next start routes what is unrouted.
+Routing goes in incident-number order, and each routing transaction moves the watermark of
+routed signals (the counter ``routed``) past the signals it routed, so a signal is routed
+exactly once even when the process dies between storing and routing it: the next start routes
+what is above the watermark.
 
 On a database shared by several nodes (PostgreSQL) every routing transaction first takes the
 incident counter's row lock (:func:`~alarmhub.store.commit.lock_incidents`): the nodes route one
@@ -24,7 +26,7 @@ from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import handling, schema
-from alarmhub.store.commit import lock_incidents
+from alarmhub.store.commit import ROUTED, lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
 
@@ -35,6 +37,7 @@ FORGET_EVERY_US = units.seconds_us(10)
 
 SIGNAL = schema.signal.c
 HISTORY = schema.history.c
+SEQUENCE = schema.sequence.c
 _UNROUTED = (
     select(
         SIGNAL.incident_number,
@@ -47,7 +50,10 @@ _UNROUTED = (
         SIGNAL.zone,
         SIGNAL.received_us,
     )
-    .where(SIGNAL.routed_us.is_(None))
+    .where(
+        SIGNAL.incident_number
+        > select(SEQUENCE.value).where(SEQUENCE.name == ROUTED).scalar_subquery()
+    )
     .order_by(SIGNAL.incident_number)
     .limit(bindparam("limit"))
 )
@@ -58,13 +64,9 @@ _ROUTED_ELSEWHERE = _ROUTED_SIGNALS.where(
     HISTORY.incident_number > bindparam("after"), HISTORY.incident_number < bindparam("before")
 ).order_by(HISTORY.incident_number, HISTORY.event_id)
 _MARK_ROUTED = (
-    update(schema.signal)
-    .where(
-        SIGNAL.incident_number >= bindparam("first"),
-        SIGNAL.incident_number <= bindparam("last"),
-        SIGNAL.routed_us.is_(None),
-    )
-    .values(routed_us=bindparam("routed_us"))
+    update(schema.sequence)
+    .where(SEQUENCE.name == ROUTED, SEQUENCE.value < bindparam("last"))
+    .values(value=bindparam("last"))
 )
 
 
@@ -121,7 +123,7 @@ class SignalRouting:
 
     def route_signals(self, conn: Connection, signals: Sequence[StoredSignal], now_us: int) -> None:
         """Route ``signals`` (stored in incident-number order, in this transaction or before
-        it, none routed yet, none older left unrouted) and mark them routed."""
+        it, none routed yet, none older left unrouted) and move the watermark past them."""
         self.cache.refresh(conn)
         if self.shared:  # count what the other nodes routed since this one last routed; their
             # routing and supervision change the accounts' FAIL TO TEST alarms
@@ -140,14 +142,7 @@ class SignalRouting:
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
-        conn.execute(
-            _MARK_ROUTED,
-            {
-                "first": signals[0].incident_number,
-                "last": signals[-1].incident_number,
-                "routed_us": now_us,
-            },
-        )
+        conn.execute(_MARK_ROUTED, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch
         newest = signals[-1].received_us

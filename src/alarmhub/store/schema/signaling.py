@@ -95,15 +95,10 @@ signal = Table(
     Column("zone", String(3), nullable=False),
     Column("token_name", String(64), nullable=False),
     Column("received_us", BigInteger, nullable=False),
-    Column("routed_us", BigInteger, nullable=True),
     sqlite_autoincrement=True,
 )
-Index(
-    "ix_signal_unrouted",
-    signal.c.incident_number,
-    sqlite_where=signal.c.routed_us.is_(None),
-    postgresql_where=signal.c.routed_us.is_(None),
-)
+"""Every signal stored; those numbered above the counter ``routed`` (table ``sequence``) wait to
+be routed."""
 
 idempotency = Table(
     "idempotency",
