@@ -83,10 +83,19 @@ def rows_of(signals: list[mix.Signal], start_us: int, keyed: bool) -> list[list[
     return rows
 
 
+UNROUTED = (
+    "SELECT count(*) FROM signal"
+    " WHERE incident_number > (SELECT value FROM sequence WHERE name = 'routed')"
+)
+UNROUTED_BEFORE_0015 = "SELECT count(*) FROM signal WHERE routed_us IS NULL"
+
+
 def unrouted(db: Path) -> int:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        query = "SELECT count(*) FROM signal WHERE routed_us IS NULL"
-        return int(conn.execute(query).fetchone()[0])
+        try:
+            return int(conn.execute(UNROUTED).fetchone()[0])
+        except sqlite3.OperationalError:  # a checkout from before the watermark
+            return int(conn.execute(UNROUTED_BEFORE_0015).fetchone()[0])
 
 
 def run_once(
