@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, select, update
+from sqlalchemy import Connection, bindparam, case, select, tuple_, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import events
@@ -106,12 +106,14 @@ _OPEN_ALARMS = select(
     ALARM.alarm_id, ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone, ALARM.type,
     ALARM.hist_text, ALARM.priority, ALARM.state,
 ).where(
-    ALARM.account_number.in_(bindparam("numbers", expanding=True)),
+    tuple_(ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone).in_(
+        bindparam("keys", expanding=True)
+    ),
     ALARM.restore_us.is_(None),
 )  # fmt: skip
-"""The alarms of some accounts a restoral may restore, looked up in bulk by the accounts'
-index (their states are sorted out after: a condition on the state would let the planner read
-the whole queue's index instead)."""
+"""The alarms that the restorals of a batch may restore (by account, event, area and zone),
+looked up in bulk by the index of that key (their states are sorted out after: a condition on
+the state would let the planner read the whole queue's index instead)."""
 _UNRESOLVED = frozenset(UNRESOLVED_STATES)
 _RESTORE = (
     update(schema.alarm)
@@ -151,7 +153,7 @@ class SqlRepository:
         # accounts looked up (``preload_open_alarms``) and those raised in this transaction
         self._open: dict[OpenKey, list[dict[str, Any]]] = {}
         self._open_rows: dict[int, dict[str, Any]] = {}  # those looked up, by alarm id
-        self._open_checked: set[str] = set()
+        self._open_checked: set[OpenKey] = set()
         self._restores: list[dict[str, Any]] = []  # restore times to write at flush
         self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
@@ -214,13 +216,13 @@ class SqlRepository:
     def on_test(self, account_number: str) -> Test | None:
         return self._cache.tests.get(account_number)
 
-    def preload_open_alarms(self, numbers: set[str]) -> None:
-        """Look up the unrestored alarms of many accounts at once (those of a batch's
-        restorals)."""
-        wanted = sorted(numbers - self._open_checked)
+    def preload_open_alarms(self, keys: set[OpenKey]) -> None:
+        """Look up at once the unrestored alarms that many restorals may restore (those of a
+        batch): by account, event code, area and zone."""
+        wanted = sorted(keys - self._open_checked)
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            rows = self._conn.execute(_OPEN_ALARMS, {"numbers": fixed_shape(chunk)}).mappings()
+            rows = self._conn.execute(_OPEN_ALARMS, {"keys": fixed_shape(chunk)}).mappings()
             for row in sorted(rows, key=itemgetter("alarm_id")):
                 if row["state"] not in _UNRESOLVED:
                     continue
@@ -233,9 +235,10 @@ class SqlRepository:
         self._open_checked.update(wanted)
 
     def open_alarm(self, account_number: str, event_code: str, area: str, zone: str) -> int | None:
-        if account_number not in self._open_checked:
-            self.preload_open_alarms({account_number})
-        found = self._open.get((account_number, event_code, area, zone))
+        key = (account_number, event_code, area, zone)
+        if key not in self._open_checked:
+            self.preload_open_alarms({key})
+        found = self._open.get(key)
         return int(found[-1]["alarm_id"]) if found else None
 
     def open_unknown_alarm(self, source: str, destination: str) -> int | None:

@@ -161,7 +161,7 @@ class SignalRouting:
             if number:
                 numbers.add(number)
                 if signal.code[0] == "R":
-                    restoring.add(number)
+                    restoring.add((number, signal.code[1:], signal.area, signal.zone))
         repo.preload_accounts(numbers)
         repo.preload_descriptions(numbers & repo.known_accounts)
         if restoring:
