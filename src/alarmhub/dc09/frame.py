@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import fastcrc
+
 LF = 0x0A
 CR = 0x0D
 QUOTE = 0x22
@@ -18,25 +20,8 @@ SEPARATORS = b"\r\n\x00 \t"  # tolerated between frames
 _HEX = frozenset(b"0123456789ABCDEFabcdef")
 
 
-def _table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC_TABLE = _table()
-
-
-def crc16(data: bytes, crc: int = 0) -> int:
-    """CRC-16/ARC (polynomial 0x8005 reflected, initial value 0), as DC-09 uses it."""
-    table = _CRC_TABLE
-    for byte in data:
-        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
-    return crc
+# CRC-16/ARC (polynomial 0x8005 reflected, initial value 0), as DC-09 uses it: ``crc16(data)``
+crc16 = fastcrc.crc16.arc
 
 
 @dataclass(frozen=True, slots=True)
