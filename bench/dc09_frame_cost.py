@@ -148,9 +148,11 @@ async def feed(encryption: str, frames: int, profile: Path | None) -> dict[str, 
         stream = Stream("realistic", encryption, SENDERS, AES_ACCOUNTS, ACCOUNTS + 1)
     else:
         stream = Stream("realistic", encryption, SENDERS, ACCOUNTS, 1)
-    per_sender = stream.batch(frames + 2 * SENDERS)  # panels are not spread evenly
+    per_sender = stream.batch(frames * 3 // 2 + 20 * SENDERS)  # panels are not spread evenly
     rounds = min(len(x) for x in per_sender)
     ordered = [per_sender[s][r] for r in range(rounds) for s in range(SENDERS)][:frames]
+    if len(ordered) < frames:
+        raise SystemExit(f"built {len(ordered)} frames, not {frames}")
     sleep = asyncio.sleep
     profiler = cProfile.Profile() if profile is not None else None
     if profiler is not None:
