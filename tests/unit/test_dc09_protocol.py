@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from my_dc09_spt.msg.dc03_msg import dc03_msg
@@ -265,6 +266,29 @@ def test_encryption_round_trip_for_each_key_size(size: int) -> None:
     assert plain is not None and len(plain) % 16 == 0
     pad, bar, rest = plain.partition(b"|")
     assert bar and rest == text and b"[" not in pad and b"]" not in pad
+
+
+@pytest.mark.parametrize("size", crypto.KEY_SIZES)
+def test_encryption_is_aes_cbc_with_a_zero_iv(size: int) -> None:
+    key = bytes(range(100, 100 + size))
+    for length in range(40):
+        text = bytes(range(length))
+        hex_text = crypto.encrypt(key, text)
+        decryptor = Cipher(algorithms.AES(key), modes.CBC(bytes(16))).decryptor()
+        plain = decryptor.update(bytes.fromhex(hex_text.decode())) + decryptor.finalize()
+        assert hex_text == hex_text.upper() and plain.partition(b"|")[2] == text
+        assert crypto.decrypt(key, hex_text) == plain
+
+
+def test_decryption_refuses_what_is_not_whole_blocks_of_hex() -> None:
+    for hex_text in (b"", b"00" * 15, b"0" * 31 + b"g", b" " * 32, b"00" * 16 + b"0"):
+        assert crypto.decrypt(KEY, hex_text) is None
+    assert crypto.decrypt(b"", b"00" * 16) is None  # an unusable key
+
+
+def test_padding_is_letters_and_digits() -> None:
+    pad = crypto.padding(10_000)
+    assert len(pad) == 10_000 and pad.isalnum() and len(set(pad)) == 62
 
 
 def test_key_problems() -> None:
