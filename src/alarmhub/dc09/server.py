@@ -25,7 +25,6 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Connection
@@ -47,6 +46,7 @@ SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
 IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
 _ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Reply}
+_ACKED = _ANSWERS[Reply.ACK]
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
 
@@ -125,7 +125,7 @@ class Receiver:
     # judging and storing ------------------------------------------------------------------
 
     def judge(self, raw: RawFrame, peer: str) -> Decision:
-        decision = receiver.decide(raw, self.accounts.key_of, datetime.now(UTC))
+        decision = receiver.decide(raw, self.accounts.key_of)
         if decision.reply is not Reply.ACK:
             _ANSWERS[decision.reply].inc()
             level = logging.INFO if decision.reply is Reply.IGNORED else logging.WARNING
@@ -165,6 +165,7 @@ class Receiver:
             waiting -= 1
             if waiting:
                 return
+            self._in_flight.discard(answer)
             failed = [f for f in stored if f.cancelled() or f.exception() is not None]
             if failed:
                 error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
@@ -192,7 +193,6 @@ class Receiver:
         for future in stored:
             future.add_done_callback(committed)
         self._in_flight.add(answer)
-        answer.add_done_callback(self._in_flight.discard)
         return answer
 
     def _acknowledge(self, decision: Decision) -> bytes:
@@ -202,8 +202,8 @@ class Receiver:
         account = msg.account or decision.panel
         if account:
             self.accounts.reported(account, msg.receiver_number, msg.line_number)
-        _ANSWERS[Reply.ACK].inc()
-        return decision.ack(datetime.now(UTC))
+        _ACKED.inc()
+        return decision.ack()
 
     async def _sweep(self) -> None:
         """Close connections that stalled in a frame or stayed idle too long."""
