@@ -21,6 +21,13 @@ ACKed; anything else stops the benchmark.
 revision ``REV`` (``git archive``, in a temporary directory, first on ``PYTHONPATH``), in
 separate processes that alternate with runs of this checkout, and the ratio of the two.
 ``--profile FILE`` writes a cProfile of one run instead (plain or AES: the first encryption).
+``--instructions`` counts instructions instead of CPU time, which a busy machine does not
+disturb: valgrind's callgrind over a run, less its count over a dry run that builds the same
+frames and feeds none, divided by the frames (some 60 s a run and 25 s a thousand frames;
+an AES-128 run must end within about 50 s of the building of its frames, whose timestamps
+would be out of the window after: 2,000 frames at most).
+
+    .venv/bin/python bench/dc09_frame_cost.py --instructions --frames 2000 --repeats 1
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import cProfile
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -125,8 +133,8 @@ def account_book(writer: ImmediateWriter) -> Any:
     return book
 
 
-async def feed(encryption: str, frames: int, profile: Path | None) -> dict[str, Any]:
-    """One measured run: CPU seconds, frames, answers."""
+async def feed(encryption: str, frames: int, profile: Path | None, dry: bool) -> dict[str, Any]:
+    """One measured run: CPU seconds, frames, answers (``dry``: everything but the frames)."""
     from alarmhub.dc09 import server
 
     writer = ImmediateWriter()
@@ -153,6 +161,8 @@ async def feed(encryption: str, frames: int, profile: Path | None) -> dict[str, 
     ordered = [per_sender[s][r] for r in range(rounds) for s in range(SENDERS)][:frames]
     if len(ordered) < frames:
         raise SystemExit(f"built {len(ordered)} frames, not {frames}")
+    if dry:
+        return {"cpu_s": 0.0, "frames": len(ordered), "signals": 0}
     sleep = asyncio.sleep
     profiler = cProfile.Profile() if profile is not None else None
     if profiler is not None:
@@ -178,27 +188,38 @@ async def feed(encryption: str, frames: int, profile: Path | None) -> dict[str, 
     return {"cpu_s": cpu, "frames": len(ordered), "signals": writer.signals}
 
 
-def run_once(encryption: str, frames: int, profile: Path | None = None) -> dict[str, Any]:
+def run_once(
+    encryption: str, frames: int, profile: Path | None = None, dry: bool = False
+) -> dict[str, Any]:
     import uvloop
 
     logging.getLogger("alarmhub").setLevel(logging.WARNING)
-    result: dict[str, Any] = uvloop.run(feed(encryption, frames, profile))
+    result: dict[str, Any] = uvloop.run(feed(encryption, frames, profile, dry))
     return result
 
 
-def child(tree: Path | None, encryption: str, frames: int) -> float:
-    """µs a frame of one run in a fresh process, of ``tree``'s source (None: this checkout)."""
+def child(tree: Path | None, encryption: str, frames: int, instructions: bool) -> float:
+    """µs a frame of one run in a fresh process, of ``tree``'s source (None: this checkout);
+    or, ``instructions``, the instructions a frame (callgrind: a run's less a dry run's)."""
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(tree / "src"), env.get("PYTHONPATH")])
         )
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", encryption, "--frames", str(frames)],
-        env=env, check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    result = json.loads(out)
-    return float(result["cpu_s"]) / result["frames"] * 1e6
+    command = [sys.executable, __file__, "--one", encryption, "--frames", str(frames)]
+    if not instructions:
+        out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+        result = json.loads(out.stdout)
+        return float(result["cpu_s"]) / result["frames"] * 1e6
+    counts = []
+    for dry in (False, True):
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
+            + (["--dry"] if dry else []),
+            env=env, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        counts.append(int(re.findall(r"Collected : (\d+)", out.stderr)[-1]))
+    return (counts[0] - counts[1]) / frames
 
 
 def main() -> None:
@@ -208,10 +229,14 @@ def main() -> None:
     parser.add_argument("--encryption", default=",".join(ENCRYPTIONS))
     parser.add_argument("--against", metavar="REV", help="also measure this git revision (A/B)")
     parser.add_argument("--profile", type=Path, help="write a cProfile of one run to this file")
+    parser.add_argument(
+        "--instructions", action="store_true", help="callgrind's count instead (fewer frames)"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a single run, its result as JSON
+    parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_once(args.one, args.frames)))
+        print(json.dumps(run_once(args.one, args.frames, dry=args.dry)))
         return
     encryptions = [e for e in args.encryption.split(",") if e]
     if bad := set(encryptions) - set(ENCRYPTIONS):
@@ -220,7 +245,8 @@ def main() -> None:
         run_once(encryptions[0], args.frames, args.profile)
         print(f"profile of {args.frames} {encryptions[0]} frames written to {args.profile}")
         return
-    print(f"{args.frames} frames a run, best of {args.repeats}; load average "
+    unit = "instructions" if args.instructions else "µs"
+    print(f"{args.frames} frames a run, best of {args.repeats}, {unit} a frame; load average "
           f"{os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dc09-frame-cost-") as tmp:
         trees: dict[str, Path | None] = {"this checkout": None}
@@ -235,13 +261,13 @@ def main() -> None:
             best: dict[str, float] = {}
             for _ in range(args.repeats):
                 for name, tree in trees.items():  # alternating, so both see the same moments
-                    us = child(tree, encryption, args.frames)
+                    us = child(tree, encryption, args.frames, args.instructions)
                     best[name] = min(best.get(name, us), us)
-            line = ", ".join(f"{name} {us:.1f} µs" for name, us in best.items())
+            line = ", ".join(f"{name} {us:,.1f}" for name, us in best.items())
             if args.against:
                 ratio = best["this checkout"] / best[args.against]
                 line += f" ({ratio:.2f}x)"
-            print(f"{encryption}: {line} a frame", flush=True)
+            print(f"{encryption}: {line}", flush=True)
 
 
 if __name__ == "__main__":

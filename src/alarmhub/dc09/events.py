@@ -14,6 +14,7 @@ from importlib import resources
 from typing import NamedTuple
 
 from alarmhub.contactid import EVENTS
+from alarmhub.dc09.frame import new
 
 QUALIFIERS = {"1": "E", "3": "R", "6": "P"}
 AREA_MAX = 99
@@ -77,8 +78,8 @@ def adm_cid(data: str) -> Events | str:
     match = _ADM_CID_BLOCK.fullmatch(data)
     if match is not None and match[3] in EVENTS:
         account, qualifier, code, area, zone = match.groups()
-        event = Event(QUALIFIERS[qualifier] + code, area, zone)
-        return Events(account.upper() if account else None, (event,))
+        event = new(Event, (QUALIFIERS[qualifier] + code, area, zone))
+        return new(Events, (account.upper() if account else None, (event,), ()))
     account, rest = _account(data)
     if not rest:
         return Events(account, ())

@@ -23,6 +23,9 @@ _HEADER = re.compile(rb'\n(?:..([0-9A-Fa-f]{4})"|([0-9A-Fa-f]{4})([0-9A-Fa-f]{4}
 
 # CRC-16/ARC (polynomial 0x8005 reflected, initial value 0), as DC-09 uses it: ``crc16(data)``
 crc16 = fastcrc.crc16.arc
+# the named tuples of the frame path are built with ``new(Type, (fields...))``: the __new__ that
+# a named tuple is given is a Python function, at twice the cost
+new = tuple.__new__
 
 
 class RawFrame(NamedTuple):
@@ -83,7 +86,7 @@ def split(buffer: bytearray) -> tuple[list[RawFrame], str | None]:
             if size - position >= MAX_FRAME_BYTES:
                 junk = "frame too long"
             break
-        frames.append(RawFrame(crc, length, bytes(buffer[body_start:end])))
+        frames.append(new(RawFrame, (crc, length, bytes(buffer[body_start:end]))))
         position = end + 1
     if position:
         del buffer[:position]

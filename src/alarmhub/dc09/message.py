@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from alarmhub.dc09 import crypto
+from alarmhub.dc09.frame import new
 
 ADM_CID = "ADM-CID"
 SIA_DCS = "SIA-DCS"
@@ -68,16 +69,19 @@ def parse(body: bytes) -> Message | None:
     star, kind, sequence, receiver, line, account = match.groups()
     receiver_text, receiver_number = _field(receiver)
     line_text, line_number = _field(line)
-    return Message(
-        _kind(kind),
-        star == b"*",
-        sequence.decode("ascii"),
-        receiver_text,
-        line_text,
-        account.decode("ascii").upper() if account is not None else "",
-        body[match.end() :],
-        receiver_number,
-        line_number,
+    return new(
+        Message,
+        (
+            _kind(kind),
+            star == b"*",
+            sequence.decode("ascii"),
+            receiver_text,
+            line_text,
+            account.decode("ascii").upper() if account is not None else "",
+            body[match.end() :],
+            receiver_number,
+            line_number,
+        ),
     )
 
 
@@ -98,7 +102,7 @@ def content(text: bytes) -> Content | None:
             return None
     blocks = tuple(x.decode("ascii", "replace") for x in xdata[1:-1].split(b"][")) if xdata else ()
     try:
-        return Content(data.decode("ascii"), blocks, timestamp)
+        return new(Content, (data.decode("ascii"), blocks, timestamp))
     except UnicodeDecodeError:
         return None
 

@@ -11,12 +11,13 @@ import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import NamedTuple
 
 from alarmhub.core.dc09 import DESTINATION, TOKEN_NAME, line_name
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09 import answer, events, message
-from alarmhub.dc09.frame import RawFrame
+from alarmhub.dc09.frame import RawFrame, new
 from alarmhub.dc09.message import Content, Message
 
 UNMAPPED_DNIS = "0"  # all zeros is never a registered dnis: the router raises UNKNOWN ACCOUNT
@@ -105,36 +106,34 @@ def decide(
         return _duh("the data block names a keyed account: unencrypted messages are refused", msg)
     if parsed.events and not 0 < len(panel) <= PANEL_MAX:
         return _duh(f"account {panel!r} is not 1-{PANEL_MAX} characters", msg)
-    return Decision(
-        Reply.ACK,
-        "event" if parsed.events else "link test",
-        msg,
-        content,
-        parsed.events,
-        panel,
-        key,
-        unknown_codes=parsed.unknown,
+    reason = "event" if parsed.events else "link test"
+    return new(
+        Decision, (Reply.ACK, reason, msg, content, parsed.events, panel, key, None, parsed.unknown)
     )
 
 
 def source(msg: Message) -> str:
     """The ``source`` of a DC-09 signal: its receiver and line, ``R0L0`` when it names none."""
-    return line_name(msg.receiver_number, msg.line_number)
+    return _line_name(msg.receiver_number, msg.line_number)
 
 
-def _retry_key_parts(decision: Decision) -> tuple[str, str]:
+_line_name = lru_cache(maxsize=1024)(line_name)
+
+
+def _retry_key_parts(decision: Decision, origin: str) -> tuple[str, str]:
     msg, content = decision.message, decision.content
     assert msg is not None and content is not None
     said = "\x1f".join((msg.id, content.data, *content.xdata)).encode("ascii", "replace")
     account = msg.account or decision.panel
-    return f"{account}/{source(msg)}/{msg.sequence}/", hashlib.sha256(said).hexdigest()[:16]
+    return f"{account}/{origin}/{msg.sequence}/", hashlib.sha256(said).hexdigest()[:16]
 
 
 def retry_key(decision: Decision, index: int) -> str:
     """The key under which an event is remembered for the retry window: account, receiver,
     line, sequence number, the event's place in the frame and a digest of what the message
     says (so a new message that reuses a sequence number is never taken for a retry)."""
-    start, digest = _retry_key_parts(decision)
+    assert decision.message is not None
+    start, digest = _retry_key_parts(decision, source(decision.message))
     return f"{start}{index}/{digest}"
 
 
@@ -145,15 +144,18 @@ def signals(decision: Decision, dnis: str | None, received_us: int) -> list[Sign
     origin = source(msg)
     dnis = dnis or UNMAPPED_DNIS
     panel = decision.panel
-    start, digest = _retry_key_parts(decision)  # of retry_key
+    start, digest = _retry_key_parts(decision, origin)  # of retry_key
     return [
-        Signal(
-            origin,
-            DESTINATION,
-            SignalFields(dnis, panel, e.code, e.area, e.zone),
-            TOKEN_NAME,
-            received_us,
-            f"{start}{i}/{digest}",
+        new(
+            Signal,
+            (
+                origin,
+                DESTINATION,
+                new(SignalFields, (dnis, panel, e.code, e.area, e.zone)),
+                TOKEN_NAME,
+                received_us,
+                f"{start}{i}/{digest}",
+            ),
         )
         for i, e in enumerate(decision.events)
     ]

@@ -158,42 +158,53 @@ class Receiver:
             log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
             answer.set_result(None)
             return answer
-        waiting = len(stored)
-
-        def committed(_: object) -> None:
-            nonlocal waiting
-            waiting -= 1
-            if waiting:
-                return
-            self._in_flight.discard(answer)
-            failed = [f for f in stored if f.cancelled() or f.exception() is not None]
-            if failed:
-                error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
-                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
-                answer.set_result(None)
-                return
-            for sig, future in zip(signals, stored, strict=True):
-                result = future.result()
-                # a retry key names the frame's content: a conflict is the same event stored
-                # before under another line mapping, so it is a retransmission too
-                (DEDUPLICATED if result.duplicate or result.conflict else ACCEPTED).inc()
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug(
-                        "dc09 event stored",
-                        extra={
-                            "incident_number": result.incident_number,
-                            "duplicate": result.duplicate,
-                            "dc09_account": msg.account,
-                            "code": sig.fields.code,
-                            "peer": peer,
-                        },
-                    )
-            answer.set_result(self._acknowledge(decision))
-
+        committed = functools.partial(self._committed, decision, signals, stored, answer, peer)
         for future in stored:
             future.add_done_callback(committed)
         self._in_flight.add(answer)
         return answer
+
+    def _committed(
+        self,
+        decision: Decision,
+        signals: list[Signal],
+        stored: list[asyncio.Future[Stored]],
+        answer: asyncio.Future[bytes | None],
+        peer: str,
+        _: object,
+    ) -> None:
+        """Once every event of a frame is stored (or not): its ACK, or None when one of them
+        could not be stored (the panel sends the frame again)."""
+        if answer.done():  # answered when an earlier event's callback found them all done
+            return
+        for future in stored:
+            if not future.done():
+                return
+        self._in_flight.discard(answer)
+        failed = [f for f in stored if f.cancelled() or f.exception() is not None]
+        if failed:
+            error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
+            log.error("dc09 event not stored; not acknowledged", extra={"error": error})
+            answer.set_result(None)
+            return
+        debug = log.isEnabledFor(logging.DEBUG)
+        for sig, future in zip(signals, stored, strict=True):
+            result = future.result()
+            # a retry key names the frame's content: a conflict is the same event stored
+            # before under another line mapping, so it is a retransmission too
+            (DEDUPLICATED if result.duplicate or result.conflict else ACCEPTED).inc()
+            if debug:
+                log.debug(
+                    "dc09 event stored",
+                    extra={
+                        "incident_number": result.incident_number,
+                        "duplicate": result.duplicate,
+                        "dc09_account": decision.message.account if decision.message else "",
+                        "code": sig.fields.code,
+                        "peer": peer,
+                    },
+                )
+        answer.set_result(self._acknowledge(decision))
 
     def _acknowledge(self, decision: Decision) -> bytes:
         """The account reported (supervision), and the ACK."""
