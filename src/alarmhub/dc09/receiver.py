@@ -145,17 +145,9 @@ def signals(decision: Decision, dnis: str | None, received_us: int) -> list[Sign
     dnis = dnis or UNMAPPED_DNIS
     panel = decision.panel
     start, digest = _retry_key_parts(decision, origin)  # of retry_key
-    return [
-        new(
-            Signal,
-            (
-                origin,
-                DESTINATION,
-                new(SignalFields, (dnis, panel, e.code, e.area, e.zone)),
-                TOKEN_NAME,
-                received_us,
-                f"{start}{i}/{digest}",
-            ),
-        )
-        for i, e in enumerate(decision.events)
-    ]
+    result = []
+    for i, (code, area, zone) in enumerate(decision.events):  # mostly one
+        fields = new(SignalFields, (dnis, panel, code, area, zone))
+        key = f"{start}{i}/{digest}"
+        result.append(new(Signal, (origin, DESTINATION, fields, TOKEN_NAME, received_us, key)))
+    return result

@@ -153,7 +153,7 @@ class Receiver:
         signals = receiver.signals(decision, dnis, now_us())
         answer: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
         try:
-            stored = [self._writer.enqueue(sig) for sig in signals]
+            stored = list(map(self._writer.enqueue, signals))
         except StoreUnavailable as exc:
             log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
             answer.set_result(None)
@@ -181,12 +181,12 @@ class Receiver:
             if not future.done():
                 return
         self._in_flight.discard(answer)
-        failed = [f for f in stored if f.cancelled() or f.exception() is not None]
-        if failed:
-            error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
-            log.error("dc09 event not stored; not acknowledged", extra={"error": error})
-            answer.set_result(None)
-            return
+        for future in stored:
+            if future.cancelled() or future.exception() is not None:
+                error = "cancelled" if future.cancelled() else repr(future.exception())
+                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
+                answer.set_result(None)
+                return
         debug = log.isEnabledFor(logging.DEBUG)
         for sig, future in zip(signals, stored, strict=True):
             result = future.result()
