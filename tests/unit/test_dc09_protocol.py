@@ -441,6 +441,16 @@ def test_signals_and_retry_keys() -> None:
     assert receiver.signals(first, None, 1)[0].fields.dnis == receiver.UNMAPPED_DNIS
 
 
+def test_content_timestamps() -> None:
+    for _ in range(2):  # the second time from the times kept
+        parsed = message.content(b"#1234|1130 01 015][x]_23:59:58,12-31-2026")
+        assert parsed == message.Content(
+            "#1234|1130 01 015", ("x",), datetime(2026, 12, 31, 23, 59, 58, tzinfo=UTC)
+        )
+        assert message.content(b"#1234|1130 01 015]_12:00:00,02-30-2026") is None
+        assert message.content(b"#1234|1130 01 015]_24:00:00,02-28-2026") is None
+
+
 def test_answers_are_well_formed_frames() -> None:
     msg = message.parse(b'"ADM-CID"0042R1L2#ABC[#ABC|1130 01 015]')
     assert msg is not None

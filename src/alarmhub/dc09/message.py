@@ -21,9 +21,7 @@ ACCOUNT_MAX = 16
 _HEADER = re.compile(
     rb'"(\*?)([^"*]{1,32})"(\d{4})(R[0-9A-Fa-f]{0,6})?(L[0-9A-Fa-f]{0,6})?(?:#([0-9A-Za-z]{1,16}))?\['
 )
-_CONTENT = re.compile(
-    rb"([^\[\]]*)\]((?:\[[^\[\]]*\])*)(?:_(\d\d):(\d\d):(\d\d),(\d\d)-(\d\d)-(\d{4}))?"
-)
+_CONTENT = re.compile(rb"([^\[\]]*)\]((?:\[[^\[\]]*\])*)(?:_(\d\d:\d\d:\d\d,\d\d-\d\d-\d{4}))?")
 
 
 class Message(NamedTuple):
@@ -85,20 +83,35 @@ def parse(body: bytes) -> Message | None:
     )
 
 
+@lru_cache(maxsize=64)  # a panel's timestamps are now: many messages share each second
+def _time(stamp: bytes) -> datetime | None:
+    """The time of a timestamp's digits ``HH:MM:SS,MM-DD-YYYY`` (UTC); None when not a real
+    time."""
+    try:
+        return datetime(
+            int(stamp[15:19]),
+            int(stamp[9:11]),
+            int(stamp[12:14]),
+            int(stamp[0:2]),
+            int(stamp[3:5]),
+            int(stamp[6:8]),
+            tzinfo=UTC,
+        )
+    except ValueError:
+        return None
+
+
 def content(text: bytes) -> Content | None:
     """The content of plain text ``data][xdata]..._HH:MM:SS,MM-DD-YYYY``; None when malformed
     (also when the timestamp is not a real time)."""
     match = _CONTENT.fullmatch(text)
     if match is None:
         return None
-    data, xdata, hour, minute, second, month, day, year = match.groups()
+    data, xdata, stamp = match.groups()
     timestamp = None
-    if hour is not None:
-        try:
-            timestamp = datetime(
-                int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC
-            )
-        except ValueError:
+    if stamp is not None:
+        timestamp = _time(stamp)
+        if timestamp is None:
             return None
     blocks = tuple(x.decode("ascii", "replace") for x in xdata[1:-1].split(b"][")) if xdata else ()
     try:
