@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from my_dc09_spt.msg.dc03_msg import dc03_msg
@@ -267,6 +268,29 @@ def test_encryption_round_trip_for_each_key_size(size: int) -> None:
     assert bar and rest == text and b"[" not in pad and b"]" not in pad
 
 
+@pytest.mark.parametrize("size", crypto.KEY_SIZES)
+def test_encryption_is_aes_cbc_with_a_zero_iv(size: int) -> None:
+    key = bytes(range(100, 100 + size))
+    for length in range(40):
+        text = bytes(range(length))
+        hex_text = crypto.encrypt(key, text)
+        decryptor = Cipher(algorithms.AES(key), modes.CBC(bytes(16))).decryptor()
+        plain = decryptor.update(bytes.fromhex(hex_text.decode())) + decryptor.finalize()
+        assert hex_text == hex_text.upper() and plain.partition(b"|")[2] == text
+        assert crypto.decrypt(key, hex_text) == plain
+
+
+def test_decryption_refuses_what_is_not_whole_blocks_of_hex() -> None:
+    for hex_text in (b"", b"00" * 15, b"0" * 31 + b"g", b" " * 32, b"00" * 16 + b"0"):
+        assert crypto.decrypt(KEY, hex_text) is None
+    assert crypto.decrypt(b"", b"00" * 16) is None  # an unusable key
+
+
+def test_padding_is_letters_and_digits() -> None:
+    pad = crypto.padding(10_000)
+    assert len(pad) == 10_000 and pad.isalnum() and len(set(pad)) == 62
+
+
 def test_key_problems() -> None:
     assert key_problem("00" * 16) is None
     assert key_problem("00" * 24) is None
@@ -415,6 +439,16 @@ def test_signals_and_retry_keys() -> None:
     assert sig.idempotency_key == receiver.signals(again, "1234", 2)[0].idempotency_key
     assert sig.idempotency_key != receiver.signals(other, "1234", 3)[0].idempotency_key
     assert receiver.signals(first, None, 1)[0].fields.dnis == receiver.UNMAPPED_DNIS
+
+
+def test_content_timestamps() -> None:
+    for _ in range(2):  # the second time from the times kept
+        parsed = message.content(b"#1234|1130 01 015][x]_23:59:58,12-31-2026")
+        assert parsed == message.Content(
+            "#1234|1130 01 015", ("x",), datetime(2026, 12, 31, 23, 59, 58, tzinfo=UTC)
+        )
+        assert message.content(b"#1234|1130 01 015]_12:00:00,02-30-2026") is None
+        assert message.content(b"#1234|1130 01 015]_24:00:00,02-28-2026") is None
 
 
 def test_answers_are_well_formed_frames() -> None:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from alarmhub.dc09 import crypto
 from alarmhub.dc09.frame import crc16
-from alarmhub.dc09.message import Message, timestamp_text
+from alarmhub.dc09.message import Message, timestamp_now, timestamp_text
 
 ACK = "ACK"
 NAK = "NAK"
@@ -27,10 +27,12 @@ def _head(kind: str, message: Message, encrypted: bool = False) -> bytes:
     return f'"{star}{kind}"{message.sequence}{receiver}{line}{account}['.encode("ascii")
 
 
-def ack(message: Message, key: bytes | None, now: datetime) -> bytes:
-    """The acknowledgement of ``message``; encrypted with ``key`` when the message was."""
+def ack(message: Message, key: bytes | None, now: datetime | None = None) -> bytes:
+    """The acknowledgement of ``message``; encrypted with ``key`` when the message was, with
+    the receiver's time ``now`` (None: the current time) inside."""
     if message.encrypted and key is not None:
-        secret = crypto.encrypt(key, b"]" + timestamp_text(now).encode("ascii"))
+        stamp = timestamp_text(now) if now is not None else timestamp_now()
+        secret = crypto.encrypt(key, b"]" + stamp.encode("ascii"))
         return frame(_head(ACK, message, encrypted=True) + secret)
     return frame(_head(ACK, message) + b"]")
 

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass
 from importlib import resources
+from typing import NamedTuple
 
 from alarmhub.contactid import EVENTS
+from alarmhub.dc09.frame import new
 
 QUALIFIERS = {"1": "E", "3": "R", "6": "P"}
 AREA_MAX = 99
 ZONE_MAX = 999
 
 _ADM_CID = re.compile(r"([136])(\d{3}) ?(\d{2}) ?(\d{3})")
+# the usual ADM-CID block in one match: _ACCOUNT, then _ADM_CID
+_ADM_CID_BLOCK = re.compile(r"(?:#([0-9A-Za-z]{1,16}))?\|([136])(\d{3}) ?(\d{2}) ?(\d{3})")
 _ACCOUNT = re.compile(r"(?:#([0-9A-Za-z]{1,16}))?\|")
 _SIA_TOKEN = re.compile(r"/?(?:([a-z]{2})([0-9:\-]*)|([A-Z]{2})(\d*)(?:\^[^\^]*\^)?)")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One event as Contact ID: ``code`` (qualifier letter and three digits), area, zone."""
 
     code: str
@@ -33,8 +35,7 @@ class Event:
     zone: str = "000"
 
 
-@dataclass(frozen=True, slots=True)
-class Events:
+class Events(NamedTuple):
     """What a data block says: the account it names (None when it names none), its events
     (none: the block is empty, a link test) and the SIA codes the table does not know."""
 
@@ -74,6 +75,11 @@ def _account(data: str) -> tuple[str | None, str]:
 
 def adm_cid(data: str) -> Events | str:
     """The event of an ADM-CID data block, or why there is none."""
+    match = _ADM_CID_BLOCK.fullmatch(data)
+    if match is not None and match[3] in EVENTS:
+        account, qualifier, code, area, zone = match.groups()
+        event = new(Event, (QUALIFIERS[qualifier] + code, area, zone))
+        return new(Events, (account.upper() if account else None, (event,), ()))
     account, rest = _account(data)
     if not rest:
         return Events(account, ())

@@ -8,39 +8,27 @@ with that reading (``docs/dc09.md``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from typing import NamedTuple
+
+import fastcrc
 
 LF = 0x0A
 CR = 0x0D
-QUOTE = 0x22
 MAX_FRAME_BYTES = 4096  # LF to CR; the length field's largest value is 0x0FFF
 SEPARATORS = b"\r\n\x00 \t"  # tolerated between frames
-_HEX = frozenset(b"0123456789ABCDEFabcdef")
+# at an LF: a binary CRC (LF cc llll "), else (tried second, as a regular expression tries its
+# alternatives) an ASCII one (LF cccc llll ")
+_HEADER = re.compile(rb'\n(?:..([0-9A-Fa-f]{4})"|([0-9A-Fa-f]{4})([0-9A-Fa-f]{4})")', re.DOTALL)
+
+# CRC-16/ARC (polynomial 0x8005 reflected, initial value 0), as DC-09 uses it: ``crc16(data)``
+crc16 = fastcrc.crc16.arc
+# the named tuples of the frame path are built with ``new(Type, (fields...))``: the __new__ that
+# a named tuple is given is a Python function, at twice the cost
+new = tuple.__new__
 
 
-def _table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC_TABLE = _table()
-
-
-def crc16(data: bytes, crc: int = 0) -> int:
-    """CRC-16/ARC (polynomial 0x8005 reflected, initial value 0), as DC-09 uses it."""
-    table = _CRC_TABLE
-    for byte in data:
-        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
-    return crc
-
-
-@dataclass(frozen=True, slots=True)
-class RawFrame:
+class RawFrame(NamedTuple):
     """One frame cut from a stream, not yet checked."""
 
     crc: int
@@ -49,29 +37,22 @@ class RawFrame:
 
     def valid(self) -> bool:
         """True when the CRC and the length match the body (or, Eldes, the body and its CR)."""
-        if self.length == len(self.body) and self.crc == crc16(self.body):
+        body = self.body
+        if self.length == len(body) and self.crc == crc16(body):
             return True
-        return self.length == len(self.body) + 1 and self.crc == crc16(self.body + b"\r")
-
-
-def _hex(chunk: bytes | bytearray) -> bool:
-    return len(chunk) > 0 and all(b in _HEX for b in chunk)
+        return self.length == len(body) + 1 and self.crc == crc16(body + b"\r")
 
 
 def _header(buffer: bytearray, start: int) -> tuple[int, int, int] | str | None:
     """At an LF: (crc, length, offset of the body) of a well-formed header, None when more bytes
     are needed to tell, or why the bytes cannot be a header."""
-    available = len(buffer) - start
-    # binary CRC: LF cc llll " (the quote at +7); ASCII: LF cccc llll " (the quote at +9)
-    if available > 7 and buffer[start + 7] == QUOTE and _hex(buffer[start + 3 : start + 7]):
-        crc = (buffer[start + 1] << 8) | buffer[start + 2]
-        return crc, int(buffer[start + 3 : start + 7], 16), start + 7
-    if available <= 9:
-        return None
-    if buffer[start + 9] == QUOTE and _hex(buffer[start + 1 : start + 9]):
-        crc = int(buffer[start + 1 : start + 5], 16)
-        return crc, int(buffer[start + 5 : start + 9], 16), start + 9
-    return "not a DC-09 header"
+    match = _HEADER.match(buffer, start)
+    if match is None:
+        return None if len(buffer) - start <= 9 else "not a DC-09 header"
+    binary_length, crc, length = match.groups()
+    if binary_length is not None:
+        return (buffer[start + 1] << 8) | buffer[start + 2], int(binary_length, 16), start + 7
+    return int(crc, 16), int(length, 16), start + 9
 
 
 def split(buffer: bytearray) -> tuple[list[RawFrame], str | None]:
@@ -105,7 +86,8 @@ def split(buffer: bytearray) -> tuple[list[RawFrame], str | None]:
             if size - position >= MAX_FRAME_BYTES:
                 junk = "frame too long"
             break
-        frames.append(RawFrame(crc, length, bytes(buffer[body_start:end])))
+        frames.append(new(RawFrame, (crc, length, bytes(buffer[body_start:end]))))
         position = end + 1
-    del buffer[:position]
+    if position:
+        del buffer[:position]
     return frames, junk

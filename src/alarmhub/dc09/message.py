@@ -4,10 +4,13 @@ and its content (data, extended data, timestamp), decrypted when the ID starts w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
 from datetime import UTC, datetime
+from functools import lru_cache
+from typing import NamedTuple
 
 from alarmhub.dc09 import crypto
+from alarmhub.dc09.frame import new
 
 ADM_CID = "ADM-CID"
 SIA_DCS = "SIA-DCS"
@@ -18,13 +21,10 @@ ACCOUNT_MAX = 16
 _HEADER = re.compile(
     rb'"(\*?)([^"*]{1,32})"(\d{4})(R[0-9A-Fa-f]{0,6})?(L[0-9A-Fa-f]{0,6})?(?:#([0-9A-Za-z]{1,16}))?\['
 )
-_CONTENT = re.compile(
-    rb"([^\[\]]*)\]((?:\[[^\[\]]*\])*)(?:_(\d\d):(\d\d):(\d\d),(\d\d)-(\d\d)-(\d{4}))?"
-)
+_CONTENT = re.compile(rb"([^\[\]]*)\]((?:\[[^\[\]]*\])*)(?:_(\d\d:\d\d:\d\d,\d\d-\d\d-\d{4}))?")
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """The header of a frame whose CRC and length are right."""
 
     id: str  # ADM-CID, SIA-DCS, NULL, or whatever else was sent
@@ -38,13 +38,20 @@ class Message:
     line_number: str
 
 
-def _number(field: bytes | None) -> str:
-    digits = (field or b"")[1:].upper().lstrip(b"0")
-    return digits.decode("ascii") or "0"
+@lru_cache(maxsize=1024)
+def _field(field: bytes | None) -> tuple[str | None, str]:
+    """An R or L field as sent, and its number (see :class:`Message`)."""
+    if field is None:
+        return None, "0"
+    return field.decode("ascii"), field[1:].upper().lstrip(b"0").decode("ascii") or "0"
 
 
-@dataclass(frozen=True, slots=True)
-class Content:
+@lru_cache(maxsize=256)
+def _kind(kind: bytes) -> str:
+    return kind.decode("ascii", "replace")
+
+
+class Content(NamedTuple):
     """What a message carries: the data block, extended data blocks and the timestamp."""
 
     data: str
@@ -58,17 +65,40 @@ def parse(body: bytes) -> Message | None:
     if match is None:
         return None
     star, kind, sequence, receiver, line, account = match.groups()
-    return Message(
-        id=kind.decode("ascii", "replace"),
-        encrypted=bool(star),
-        sequence=sequence.decode("ascii"),
-        receiver=receiver.decode("ascii") if receiver is not None else None,
-        line=line.decode("ascii") if line is not None else None,
-        account=account.decode("ascii").upper() if account is not None else "",
-        payload=body[match.end() :],
-        receiver_number=_number(receiver),
-        line_number=_number(line),
+    receiver_text, receiver_number = _field(receiver)
+    line_text, line_number = _field(line)
+    return new(
+        Message,
+        (
+            _kind(kind),
+            star == b"*",
+            sequence.decode("ascii"),
+            receiver_text,
+            line_text,
+            account.decode("ascii").upper() if account is not None else "",
+            body[match.end() :],
+            receiver_number,
+            line_number,
+        ),
     )
+
+
+@lru_cache(maxsize=64)  # a panel's timestamps are now: many messages share each second
+def _time(stamp: bytes) -> datetime | None:
+    """The time of a timestamp's digits ``HH:MM:SS,MM-DD-YYYY`` (UTC); None when not a real
+    time."""
+    try:
+        return datetime(
+            int(stamp[15:19]),
+            int(stamp[9:11]),
+            int(stamp[12:14]),
+            int(stamp[0:2]),
+            int(stamp[3:5]),
+            int(stamp[6:8]),
+            tzinfo=UTC,
+        )
+    except ValueError:
+        return None
 
 
 def content(text: bytes) -> Content | None:
@@ -77,17 +107,15 @@ def content(text: bytes) -> Content | None:
     match = _CONTENT.fullmatch(text)
     if match is None:
         return None
-    data, xdata, *stamp = match.groups()
+    data, xdata, stamp = match.groups()
     timestamp = None
-    if stamp[0] is not None:
-        hour, minute, second, month, day, year = (int(x) for x in stamp)
-        try:
-            timestamp = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-        except ValueError:
+    if stamp is not None:
+        timestamp = _time(stamp)
+        if timestamp is None:
             return None
     blocks = tuple(x.decode("ascii", "replace") for x in xdata[1:-1].split(b"][")) if xdata else ()
     try:
-        return Content(data.decode("ascii"), blocks, timestamp)
+        return new(Content, (data.decode("ascii"), blocks, timestamp))
     except UnicodeDecodeError:
         return None
 
@@ -109,4 +137,15 @@ def decrypted_content(message: Message, key: bytes) -> Content | None:
 
 def timestamp_text(moment: datetime) -> str:
     """A DC-09 timestamp: ``_HH:MM:SS,MM-DD-YYYY`` in UTC."""
-    return moment.astimezone(UTC).strftime("_%H:%M:%S,%m-%d-%Y")
+    t = moment.astimezone(UTC)
+    return f"_{t.hour:02d}:{t.minute:02d}:{t.second:02d},{t.month:02d}-{t.day:02d}-{t.year:04d}"
+
+
+@lru_cache(maxsize=2)
+def _timestamp_text_of(second: int) -> str:
+    return timestamp_text(datetime.fromtimestamp(second, UTC))
+
+
+def timestamp_now() -> str:
+    """The current time as :func:`timestamp_text` (worked out once a second)."""
+    return _timestamp_text_of(int(time.time()))

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
+from typing import NamedTuple
 
 from alarmhub.core.dc09 import DESTINATION, TOKEN_NAME, line_name
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09 import answer, events, message
-from alarmhub.dc09.frame import RawFrame
+from alarmhub.dc09.frame import RawFrame, new
 from alarmhub.dc09.message import Content, Message
 
 UNMAPPED_DNIS = "0"  # all zeros is never a registered dnis: the router raises UNKNOWN ACCOUNT
@@ -34,8 +35,7 @@ class Reply(StrEnum):
     IGNORED = "none"  # bad CRC or length: no answer
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """The reply to one frame and what it needs: the message, its content and events, the
     panel they come from, the key for an encrypted ACK, or the answer to send at once."""
 
@@ -49,19 +49,26 @@ class Decision:
     answer: bytes | None = None
     unknown_codes: tuple[str, ...] = ()
 
-    def ack(self, now: datetime) -> bytes:
+    def ack(self, now: datetime | None = None) -> bytes:
+        """The ACK, with the receiver's time ``now`` when encrypted (None: the current time)."""
         assert self.message is not None
         return answer.ack(self.message, self.key, now)
+
+
+_IGNORED = Decision(Reply.IGNORED, "bad CRC or length")
 
 
 def _duh(reason: str, msg: Message | None) -> Decision:
     return Decision(Reply.DUH, reason, msg, answer=answer.duh(msg))
 
 
-def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) -> Decision:
-    """The decision on ``raw``; ``key_of`` gives an account's AES key (None: it has none)."""
+def decide(
+    raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime | None = None
+) -> Decision:
+    """The decision on ``raw``; ``key_of`` gives an account's AES key (None: it has none),
+    ``now`` is the receiver's time (None: the current time, read when it is needed)."""
     if not raw.valid():
-        return Decision(Reply.IGNORED, "bad CRC or length")
+        return _IGNORED
     msg = message.parse(raw.body)
     if msg is None:
         return _duh("malformed header", None)
@@ -75,6 +82,8 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
         if content is None:
             return _duh("does not decrypt with the account's key", msg)
         stamp = content.timestamp
+        if now is None:
+            now = datetime.now(UTC)
         if stamp is None or not (now - TOO_OLD <= stamp <= now + TOO_NEW):
             return Decision(Reply.NAK, "timestamp out of window", msg, answer=answer.nak(now))
     else:
@@ -97,33 +106,35 @@ def decide(raw: RawFrame, key_of: Callable[[str], bytes | None], now: datetime) 
         return _duh("the data block names a keyed account: unencrypted messages are refused", msg)
     if parsed.events and not 0 < len(panel) <= PANEL_MAX:
         return _duh(f"account {panel!r} is not 1-{PANEL_MAX} characters", msg)
-    return Decision(
-        Reply.ACK,
-        "event" if parsed.events else "link test",
-        msg,
-        content,
-        parsed.events,
-        panel,
-        key,
-        unknown_codes=parsed.unknown,
+    reason = "event" if parsed.events else "link test"
+    return new(
+        Decision, (Reply.ACK, reason, msg, content, parsed.events, panel, key, None, parsed.unknown)
     )
 
 
 def source(msg: Message) -> str:
     """The ``source`` of a DC-09 signal: its receiver and line, ``R0L0`` when it names none."""
-    return line_name(msg.receiver_number, msg.line_number)
+    return _line_name(msg.receiver_number, msg.line_number)
+
+
+_line_name = lru_cache(maxsize=1024)(line_name)
+
+
+def _retry_key_parts(decision: Decision, origin: str) -> tuple[str, str]:
+    msg, content = decision.message, decision.content
+    assert msg is not None and content is not None
+    said = "\x1f".join((msg.id, content.data, *content.xdata)).encode("ascii", "replace")
+    account = msg.account or decision.panel
+    return f"{account}/{origin}/{msg.sequence}/", hashlib.sha256(said).hexdigest()[:16]
 
 
 def retry_key(decision: Decision, index: int) -> str:
     """The key under which an event is remembered for the retry window: account, receiver,
     line, sequence number, the event's place in the frame and a digest of what the message
     says (so a new message that reuses a sequence number is never taken for a retry)."""
-    msg, content = decision.message, decision.content
-    assert msg is not None and content is not None
-    said = "\x1f".join((msg.id, content.data, *content.xdata)).encode("ascii", "replace")
-    digest = hashlib.sha256(said).hexdigest()[:16]
-    account = msg.account or decision.panel
-    return f"{account}/{source(msg)}/{msg.sequence}/{index}/{digest}"
+    assert decision.message is not None
+    start, digest = _retry_key_parts(decision, source(decision.message))
+    return f"{start}{index}/{digest}"
 
 
 def signals(decision: Decision, dnis: str | None, received_us: int) -> list[Signal]:
@@ -131,14 +142,12 @@ def signals(decision: Decision, dnis: str | None, received_us: int) -> list[Sign
     msg = decision.message
     assert msg is not None
     origin = source(msg)
-    return [
-        Signal(
-            origin,
-            DESTINATION,
-            SignalFields(dnis or UNMAPPED_DNIS, decision.panel, e.code, e.area, e.zone),
-            TOKEN_NAME,
-            received_us,
-            retry_key(decision, i),
-        )
-        for i, e in enumerate(decision.events)
-    ]
+    dnis = dnis or UNMAPPED_DNIS
+    panel = decision.panel
+    start, digest = _retry_key_parts(decision, origin)  # of retry_key
+    result = []
+    for i, (code, area, zone) in enumerate(decision.events):  # mostly one
+        fields = new(SignalFields, (dnis, panel, code, area, zone))
+        key = f"{start}{i}/{digest}"
+        result.append(new(Signal, (origin, DESTINATION, fields, TOKEN_NAME, received_us, key)))
+    return result

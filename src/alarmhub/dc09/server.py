@@ -25,7 +25,6 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Connection
@@ -47,6 +46,7 @@ SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
 IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
 _ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Reply}
+_ACKED = _ANSWERS[Reply.ACK]
 ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
 DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
 
@@ -125,7 +125,7 @@ class Receiver:
     # judging and storing ------------------------------------------------------------------
 
     def judge(self, raw: RawFrame, peer: str) -> Decision:
-        decision = receiver.decide(raw, self.accounts.key_of, datetime.now(UTC))
+        decision = receiver.decide(raw, self.accounts.key_of)
         if decision.reply is not Reply.ACK:
             _ANSWERS[decision.reply].inc()
             level = logging.INFO if decision.reply is Reply.IGNORED else logging.WARNING
@@ -153,47 +153,58 @@ class Receiver:
         signals = receiver.signals(decision, dnis, now_us())
         answer: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
         try:
-            stored = [self._writer.enqueue(sig) for sig in signals]
+            stored = list(map(self._writer.enqueue, signals))
         except StoreUnavailable as exc:
             log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
             answer.set_result(None)
             return answer
-        waiting = len(stored)
-
-        def committed(_: object) -> None:
-            nonlocal waiting
-            waiting -= 1
-            if waiting:
-                return
-            failed = [f for f in stored if f.cancelled() or f.exception() is not None]
-            if failed:
-                error = "cancelled" if failed[0].cancelled() else repr(failed[0].exception())
-                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
-                answer.set_result(None)
-                return
-            for sig, future in zip(signals, stored, strict=True):
-                result = future.result()
-                # a retry key names the frame's content: a conflict is the same event stored
-                # before under another line mapping, so it is a retransmission too
-                (DEDUPLICATED if result.duplicate or result.conflict else ACCEPTED).inc()
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug(
-                        "dc09 event stored",
-                        extra={
-                            "incident_number": result.incident_number,
-                            "duplicate": result.duplicate,
-                            "dc09_account": msg.account,
-                            "code": sig.fields.code,
-                            "peer": peer,
-                        },
-                    )
-            answer.set_result(self._acknowledge(decision))
-
+        committed = functools.partial(self._committed, decision, signals, stored, answer, peer)
         for future in stored:
             future.add_done_callback(committed)
         self._in_flight.add(answer)
-        answer.add_done_callback(self._in_flight.discard)
         return answer
+
+    def _committed(
+        self,
+        decision: Decision,
+        signals: list[Signal],
+        stored: list[asyncio.Future[Stored]],
+        answer: asyncio.Future[bytes | None],
+        peer: str,
+        _: object,
+    ) -> None:
+        """Once every event of a frame is stored (or not): its ACK, or None when one of them
+        could not be stored (the panel sends the frame again)."""
+        if answer.done():  # answered when an earlier event's callback found them all done
+            return
+        for future in stored:
+            if not future.done():
+                return
+        self._in_flight.discard(answer)
+        for future in stored:
+            if future.cancelled() or future.exception() is not None:
+                error = "cancelled" if future.cancelled() else repr(future.exception())
+                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
+                answer.set_result(None)
+                return
+        debug = log.isEnabledFor(logging.DEBUG)
+        for sig, future in zip(signals, stored, strict=True):
+            result = future.result()
+            # a retry key names the frame's content: a conflict is the same event stored
+            # before under another line mapping, so it is a retransmission too
+            (DEDUPLICATED if result.duplicate or result.conflict else ACCEPTED).inc()
+            if debug:
+                log.debug(
+                    "dc09 event stored",
+                    extra={
+                        "incident_number": result.incident_number,
+                        "duplicate": result.duplicate,
+                        "dc09_account": decision.message.account if decision.message else "",
+                        "code": sig.fields.code,
+                        "peer": peer,
+                    },
+                )
+        answer.set_result(self._acknowledge(decision))
 
     def _acknowledge(self, decision: Decision) -> bytes:
         """The account reported (supervision), and the ACK."""
@@ -202,8 +213,8 @@ class Receiver:
         account = msg.account or decision.panel
         if account:
             self.accounts.reported(account, msg.receiver_number, msg.line_number)
-        _ANSWERS[Reply.ACK].inc()
-        return decision.ack(datetime.now(UTC))
+        _ACKED.inc()
+        return decision.ack()
 
     async def _sweep(self) -> None:
         """Close connections that stalled in a frame or stayed idle too long."""
