@@ -313,8 +313,10 @@ class SignalWriter:
                 await self._spawn()
                 return
             except (OSError, StoreUnavailable) as exc:
-                level = logging.INFO if self._address is not None else logging.ERROR
-                log.log(level, "writer process restart failed", extra={"error": repr(exc)})
+                if self._address is not None:  # the node's parent is starting it again
+                    log.info("writer not reachable yet", extra={"error": repr(exc)})
+                else:
+                    log.error("writer process restart failed", extra={"error": repr(exc)})
 
     async def run(self, work: Callable[[Connection], T]) -> T:
         """Run another write (heartbeats, supervision) in its own transaction, off the loop."""

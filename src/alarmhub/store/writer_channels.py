@@ -43,6 +43,19 @@ def read_available(sock: socket.socket, buffer: bytearray) -> bool:
     return True
 
 
+def send_all(sock: socket.socket, data: bytes, timeout: float) -> None:
+    """Send all of ``data``, waiting at most ``timeout`` seconds each time there is no room
+    (TimeoutError then); the socket's own mode is left as it is."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[sock.send(view, socket.MSG_DONTWAIT) :]
+        except (BlockingIOError, InterruptedError):
+            _, writable, _ = select.select([], [sock], [], timeout)
+            if not writable:
+                raise TimeoutError("the peer does not read") from None
+
+
 def wait_readable(sock: socket.socket, timeout: float | None) -> bool:
     """Wait up to ``timeout`` seconds (None: for ever) for ``sock`` to be readable."""
     readable, _, _ = select.select([sock], [], [], timeout)
@@ -124,10 +137,10 @@ class Channels:
                 sock, _ = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            sock.settimeout(SEND_SECONDS)
+            sock.setblocking(True)
             worker = Channel(sock, bytearray())
             try:
-                sock.sendall(framing.encode({"ready": True}))
+                send_all(sock, framing.encode({"ready": True}), SEND_SECONDS)
             except OSError:
                 sock.close()
                 continue
@@ -162,7 +175,10 @@ class Channels:
                 continue
             part["seconds"] = reply["seconds"]
             try:
-                channel.sock.sendall(framing.encode(part))
+                if channel is self.control:
+                    channel.sock.sendall(framing.encode(part))
+                else:
+                    send_all(channel.sock, framing.encode(part), SEND_SECONDS)
             except OSError:
                 if channel is self.control:
                     return False
