@@ -200,6 +200,20 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path else ""
 
+    def pids(self) -> list[int]:
+        """The server's process and its descendants (workers, writer, webhook process)."""
+        assert self.process is not None
+        found, queue = [], [self.process.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            queue += [int(child) for child in children]
+        return found
+
     def worker_pids(self) -> dict[int, list[int]]:
         """The worker processes the server started, by worker number, oldest first (its log)."""
         started: dict[int, list[int]] = {}
