@@ -3,8 +3,10 @@
 The parent binds every listener once (HTTP, ``/metrics``, DC-09 TCP and UDP) and hands the
 sockets to N workers (:mod:`alarmhub.worker_process`), which all accept on them: the kernel gives
 each connection, and each datagram, to one of them. In front of the node's one writer process,
-which listens for the workers on a Unix socket (mode 0600) in the data directory and answers
-each frame on the channel it came on. The parent also runs what a node has once: the schema
+which listens for the workers on a Unix socket (mode 0600) and answers each frame on the channel
+it came on. That socket and the workers' metric files are in a directory of the node's own
+(mode 0700, under the system's temporary directory, removed at the stop): nodes that share a
+data directory never meet there. The parent also runs what a node has once: the schema
 upgrade, the webhook process, the SQLite checkpoints.
 
 Whichever child dies is started again: a worker (after its connections are gone; what it
@@ -45,7 +47,6 @@ log = logging.getLogger("alarmhub.workers")
 WRITER_SOCKET = "writer.sock"
 LEAD_LOCK = "supervision.lock"
 METRICS_DIR = "metrics"
-UNIX_PATH_MAX = 100  # bytes of a Unix socket's path (the kernel's limit is 107)
 START_SECONDS = 60.0
 STOP_SECONDS = 90.0
 """A stopping worker may take its HTTP grace (30 s) and its DC-09 frames' (30 s) in turn."""
@@ -188,9 +189,10 @@ class Node:
     def __init__(self, settings: Settings, bound: Bound) -> None:
         self.settings = settings
         self.bound = bound
-        self._private_dir: str | None = None
-        self.address = self._writer_address()
-        self.metrics_dir = settings.data_dir / METRICS_DIR
+        # the node's own: the writer's socket and the workers' metric files (mkdtemp: 0700)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="alarmhub-node-"))
+        self.address = str(self.run_dir / WRITER_SOCKET)
+        self.metrics_dir = self.run_dir / METRICS_DIR
         self.writer = _Writer(settings, self.address)
         config = {
             "settings": settings_module.to_wire(settings),
@@ -207,25 +209,10 @@ class Node:
             "writer": self.address,
             "lead_lock": str((settings.data_dir / LEAD_LOCK).absolute()),
         }
-        env = {**os.environ, metrics.MULTIPROCESS_DIR: str(self.metrics_dir.absolute())}
+        env = {**os.environ, metrics.MULTIPROCESS_DIR: str(self.metrics_dir)}
         self.workers = [
             _Worker(index, config, _fds(bound), env) for index in range(settings.workers)
         ]
-
-    def _writer_address(self) -> str:
-        """The writer's socket in the data directory; in a private temporary directory when
-        that path is too long for a Unix socket."""
-        path = str((self.settings.data_dir / WRITER_SOCKET).absolute())
-        if len(os.fsencode(path)) <= UNIX_PATH_MAX:
-            return path
-        self._private_dir = tempfile.mkdtemp(prefix="alarmhub-")  # mode 0700
-        return str(Path(self._private_dir) / WRITER_SOCKET)
-
-    def _prepare_metrics(self) -> None:
-        """An empty directory for the workers' metrics (a node's counters start at zero)."""
-        files.private_directory(self.metrics_dir)
-        for stale in self.metrics_dir.glob("*.db"):
-            stale.unlink()
 
     async def run(self, on_ready: Callable[[], None] | None) -> None:
         loop = asyncio.get_running_loop()
@@ -242,13 +229,13 @@ class Node:
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.to_thread(store_engine.upgrade, engine)
-            self._prepare_metrics()
+            self.metrics_dir.mkdir(mode=files.DIRECTORY_MODE)
             await self.writer.start()
             await webhooks.start()
             if engine.dialect.name == "sqlite":
                 tasks.append(asyncio.create_task(app.checkpoints(engine), name="checkpoint"))
             await asyncio.gather(*(worker.start() for worker in self.workers))
-            log.info("node started", extra={"workers": len(self.workers)})
+            log.info("node started", extra={"workers": len(self.workers), "run_dir": self.run_dir})
             if on_ready is not None and not stopping.is_set():
                 on_ready()
             tasks.append(asyncio.create_task(self._keep_writer(), name="keep writer"))
@@ -275,8 +262,7 @@ class Node:
         await asyncio.gather(*(worker.stop() for worker in self.workers))
         await webhooks.stop()
         await self.writer.stop()
-        if self._private_dir is not None:
-            shutil.rmtree(self._private_dir, ignore_errors=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
     async def _keep(self, worker: _Worker) -> None:
         """Start ``worker`` again whenever it ends."""

@@ -9,6 +9,7 @@ Which worker served a request is read from the workers' own metric files (the no
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -39,7 +40,8 @@ def per_worker(server: Server, name: str, **labels: str) -> Counter[int]:
     """The counter ``name`` (its ``_total`` sample with ``labels``) of each worker process that
     counted it, by pid, from the workers' metric files."""
     counts: Counter[int] = Counter()
-    for path in (server.data_dir / "metrics").glob("counter_*.db"):
+    [run_dir] = re.findall(r'event="node started" workers=\d+ run_dir=(\S+)', server.log())
+    for path in (Path(run_dir) / "metrics").glob("counter_*.db"):
         pid = int(path.stem.rpartition("_")[2])
         for family in MultiProcessCollector.merge([str(path)], accumulate=False):
             for sample in family.samples:
