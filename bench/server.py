@@ -28,12 +28,12 @@ async def trivial(request: Request) -> Response:
 
 def main() -> None:
     host, port = parse_address(sys.argv[1])
-    config = settings.load(sys.argv[2], log_level="warning")
+    config = settings.load(sys.argv[2], log_level="warning", workers=1)
     logs.configure(config.log_level)
     serve(
         config,
         [Listener(host, port, ("rx", "rest"))],
-        on_ready=lambda _: print("ready", flush=True),
+        on_ready=lambda: print("ready", flush=True),
         extra_routes=lambda _: [Route("/bench/trivial", trivial, methods=["POST"])],
     )
 

@@ -12,18 +12,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from alarmhub import api, console, openapi, secret_key
+from alarmhub import api, console, metrics, openapi, secret_key
 from alarmhub.api import problems
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
@@ -45,13 +48,27 @@ Part = Literal["rx", "rest"]
 CHECKPOINT_SECONDS = 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerRole:
+    """What a worker process of a node with several (``serve --workers N``) shares with the
+    others: the node's writer (listening at ``writer_address``) and the file whose lock makes
+    one of them the supervision leader on SQLite. The node's parent process runs the webhook
+    process, the schema upgrade and the SQLite checkpoints for them all."""
+
+    index: int
+    writer_address: str
+    lead_lock: Path
+
+
 class Runtime:
     """Everything a node runs besides its HTTP listeners, started and stopped as one::
 
         async with Runtime(settings, dc09_sockets) as runtime:
             ...  # serve
 
-    The DC-09 receiver (when given sockets) starts last and stops first."""
+    The DC-09 receiver (when given sockets) starts last and stops first. Given a ``worker``
+    role, it is one of the node's workers: per-process state that must hold for the whole node
+    (nonces, supervision, its lead) goes through the database as between nodes."""
 
     def __init__(
         self,
@@ -60,18 +77,22 @@ class Runtime:
         *,
         start_writer: StartWriter = start_process,
         webhooks_apart: bool = True,
+        worker: WorkerRole | None = None,
     ) -> None:
         self.settings = settings
+        self.worker = worker
         self.engine = store_engine.open_engine(settings.database)
         station_key = secret_key.load(settings.data_dir)
-        self.writer = SignalWriter(self.engine, settings, start_writer)
+        address = worker.writer_address if worker is not None else None
+        self.writer = SignalWriter(self.engine, settings, start_writer, address=address)
         self.grants = GrantCache(self.engine)
+        alone = self.engine.dialect.name == "sqlite" and worker is None
         self.query_auth = QueryAuth(
-            self.engine,
-            station_key,
-            NonceBook(self.writer, shared=self.engine.dialect.name != "sqlite"),
+            self.engine, station_key, NonceBook(self.writer, shared=not alone)
         )
-        self.leadership = Leadership(self.engine)
+        self.leadership = Leadership(
+            self.engine, lock_path=worker.lead_lock if worker is not None else None
+        )
         self.leadership.listeners.append(self.writer.set_leader)
         self.heartbeats = HeartbeatSupervisor(
             self.writer,
@@ -81,8 +102,10 @@ class Runtime:
         )
         self.live_feed = console.LiveFeed(self.engine)
         self._webhook_engine = None
-        self.webhooks: WebhookProcess | WebhookWorker = WebhookProcess(settings, self.engine)
-        if not webhooks_apart:
+        self.webhooks: WebhookProcess | WebhookWorker | None = WebhookProcess(settings, self.engine)
+        if worker is not None:
+            self.webhooks = None  # one webhook process a node: its parent's
+        elif not webhooks_apart:
             # deliveries can be derived again from what is durable: their commits need not wait
             self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
             self.webhooks = WebhookWorker(self._webhook_engine, station_key)
@@ -107,7 +130,8 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Runtime:
-        await asyncio.to_thread(store_engine.upgrade, self.engine)
+        if self.worker is None:  # a worker's parent has upgraded the schema
+            await asyncio.to_thread(store_engine.upgrade, self.engine)
         await self.writer.start()
         await self.grants.start()
         await self.query_auth.start()
@@ -115,21 +139,14 @@ class Runtime:
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         await self.live_feed.start()
-        await self.webhooks.start()
-        if self.engine.dialect.name == "sqlite":
-            self._tasks.append(asyncio.create_task(self._checkpoints(), name="checkpoint"))
+        if self.webhooks is not None:
+            await self.webhooks.start()
+        if self.engine.dialect.name == "sqlite" and self.worker is None:
+            self._tasks.append(asyncio.create_task(checkpoints(self.engine), name="checkpoint"))
         log.info("node started", extra=self.settings.masked())
         if self.dc09 is not None:
             await self.dc09.start()
         return self
-
-    async def _checkpoints(self) -> None:
-        while True:
-            await asyncio.sleep(CHECKPOINT_SECONDS)
-            try:
-                await asyncio.to_thread(sqlite.checkpoint, self.engine)
-            except Exception as exc:
-                log.warning("checkpoint failed", extra={"error": repr(exc)})
 
     async def __aexit__(
         self,
@@ -142,7 +159,8 @@ class Runtime:
         if self.dc09 is not None:
             await self.dc09.stop()
         await self.live_feed.stop()
-        await self.webhooks.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
@@ -165,6 +183,16 @@ class Runtime:
         return True
 
 
+async def checkpoints(engine: Engine) -> None:
+    """Copy the SQLite log into the database file every CHECKPOINT_SECONDS (see sqlite.py)."""
+    while True:
+        await asyncio.sleep(CHECKPOINT_SECONDS)
+        try:
+            await asyncio.to_thread(sqlite.checkpoint, engine)
+        except Exception as exc:
+            log.warning("checkpoint failed", extra={"error": repr(exc)})
+
+
 def common_routes(runtime: Runtime) -> list[BaseRoute]:
     async def healthz(_: Request) -> Response:
         ok = await asyncio.to_thread(runtime.database_reachable)
@@ -176,15 +204,15 @@ def common_routes(runtime: Runtime) -> list[BaseRoute]:
             reason = "shutting down" if runtime.writer.closing else "writer restarting"
         return JSONResponse({"status": "error", "message": reason}, status_code=503)
 
-    async def metrics(_: Request) -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    async def metrics_text(_: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     async def openapi_json(_: Request) -> Response:
         return JSONResponse(openapi.document())
 
     return [
         Route("/healthz", healthz),
-        Route("/metrics", metrics),
+        Route("/metrics", metrics_text),
         Route("/openapi.json", openapi_json),
     ]
 

@@ -74,7 +74,14 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
                 continue
             state.last_seen_us = max(state.last_seen_us, row.last_seen_us)
             if not self.changed_here(key):
-                state.failed = row.failed_us is not None
+                was_failed, state.failed = state.failed, row.failed_us is not None
+                if was_failed and not state.failed and self._leadership.held:
+                    # beats another node (or worker) took: the leader, who logged the failure,
+                    # logs its end too (that one logs it only if it knew of the failure)
+                    log.info(
+                        "source restored",
+                        extra={"source": state.source, "destination": state.destination},
+                    )
         self._gauges()
 
     async def start(self) -> None:

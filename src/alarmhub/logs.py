@@ -80,10 +80,28 @@ class JsonFormatter(logging.Formatter):
         return _json_safe(orjson.dumps(doc, default=str).decode())
 
 
-def configure(level: str = "info", fmt: str = "keyvalue") -> None:
-    """Send alarmhub's and uvicorn's logs to stderr in the chosen format."""
+class _Context(logging.Filter):
+    """Adds the same fields to every line of a process (a worker's number)."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        super().__init__()
+        self._fields = fields
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in self._fields.items():
+            record.__dict__.setdefault(key, value)
+        return True
+
+
+def configure(
+    level: str = "info", fmt: str = "keyvalue", context: dict[str, Any] | None = None
+) -> None:
+    """Send alarmhub's and uvicorn's logs to stderr in the chosen format; ``context``: fields
+    every line of this process carries."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else KeyValueFormatter())
+    if context:
+        handler.addFilter(_Context(context))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -1,8 +1,34 @@
-"""Prometheus metrics of a node, served at ``/metrics``."""
+"""Prometheus metrics of a node, served at ``/metrics``.
+
+A node of several worker processes (``serve --workers N``) starts each with MULTIPROCESS_DIR in
+its environment (prometheus_client's multiprocess mode): every worker writes its values there,
+and ``/metrics``, whichever worker answers, sums the counters and histograms of them all, the
+dead ones' included; each gauge says how its workers' values combine (``multiprocess_mode``)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import multiprocess as _multiprocess
+
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def exposition() -> bytes:
+    """The text of ``/metrics``: this process's metrics, or every worker's of the node."""
+    directory = os.environ.get(MULTIPROCESS_DIR)
+    if not directory:
+        return generate_latest()
+    registry = CollectorRegistry()
+    _multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+    return generate_latest(registry)
+
+
+def process_ended(pid: int, directory: str) -> None:
+    """A worker is gone: its gauges no longer count (its counters still do)."""
+    _multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
+
 
 SIGNALS_ACCEPTED = Counter(
     "alarmhub_signals_accepted", "Signals durably stored and acknowledged", ["interface"]
@@ -30,25 +56,37 @@ HEARTBEATS = Counter("alarmhub_heartbeats", "Heartbeats accepted")
 HEARTBEAT_REFUSED = Counter(
     "alarmhub_heartbeats_refused", "Heartbeats refused, by error code", ["error_code"]
 )
+# every worker knows every pair and account (it reads what the others write): the largest count
 SOURCES_FAILED = Gauge(
-    "alarmhub_sources_failed", "Supervised source:destination pairs now in heartbeat failure"
+    "alarmhub_sources_failed",
+    "Supervised source:destination pairs now in heartbeat failure",
+    multiprocess_mode="livemax",
 )
 SOURCES_SUPERVISED = Gauge(
-    "alarmhub_sources_supervised", "Source:destination pairs under heartbeat supervision"
+    "alarmhub_sources_supervised",
+    "Source:destination pairs under heartbeat supervision",
+    multiprocess_mode="livemax",
 )
 DC09_FRAMES = Counter(
     "alarmhub_dc09_frames", "DC-09 frames received, by answer (ACK, NAK, DUH, none)", ["answer"]
 )
-DC09_CONNECTIONS = Gauge("alarmhub_dc09_connections", "Open DC-09 TCP connections")
+DC09_CONNECTIONS = Gauge(
+    "alarmhub_dc09_connections", "Open DC-09 TCP connections", multiprocess_mode="livesum"
+)
 DC09_ACCOUNTS_SUPERVISED = Gauge(
-    "alarmhub_dc09_accounts_supervised", "DC-09 accounts under supervision"
+    "alarmhub_dc09_accounts_supervised",
+    "DC-09 accounts under supervision",
+    multiprocess_mode="livemax",
 )
 DC09_ACCOUNTS_FAILED = Gauge(
-    "alarmhub_dc09_accounts_failed", "DC-09 accounts now in communication failure"
+    "alarmhub_dc09_accounts_failed",
+    "DC-09 accounts now in communication failure",
+    multiprocess_mode="livemax",
 )
 SUPERVISION_LEADER = Gauge(
     "alarmhub_supervision_leader",
     "1 when this node runs the heartbeat and DC-09 supervision checks (the leader), else 0",
+    multiprocess_mode="livemax",  # one of its workers leads
 )
 QUERIES = Counter("alarmhub_queries", "Queries of the query interface run, by method", ["method"])
 QUERIES_REFUSED = Counter(

@@ -1,5 +1,7 @@
-"""``alarmhub serve``: one process, one or two HTTP listeners (and one for ``/metrics`` alone if
-asked), a clean stop on SIGTERM. Every listener has the limits of :mod:`listener_limits`."""
+"""``alarmhub serve``: one or two HTTP listeners (and one for ``/metrics`` alone if asked), a
+clean stop on SIGTERM. Every listener has the limits of :mod:`listener_limits`. With
+``workers`` above 1 the listeners are bound here once and served by that many worker
+processes (:mod:`alarmhub.workers`); with 1, by this process alone."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import uvicorn
 from starlette.applications import Starlette
@@ -17,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from alarmhub import listener_limits
-from alarmhub.app import Part, Runtime, build_app, common_routes
+from alarmhub.app import Part, Runtime, WorkerRole, build_app, common_routes
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import Settings
@@ -37,6 +39,30 @@ class Listener:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+
+@dataclass(slots=True)
+class Bound:
+    """The node's listening sockets, bound once before anything starts: one per HTTP listener,
+    then the ``/metrics`` one (``metrics``, when asked), and DC-09's TCP and UDP pairs."""
+
+    listeners: Sequence[Listener]
+    metrics: Listener | None
+    http: list[socket.socket]
+    dc09: list[dc09_server.Sockets] = field(default_factory=list)
+
+
+def bind_all(
+    listeners: Sequence[Listener],
+    dc09_listen: Sequence[tuple[str, int]] = (),
+    metrics_listen: tuple[str, int] | None = None,
+) -> Bound:
+    """Bind every listener (a port in use is one clear error, before anything starts)."""
+    metrics_listener = Listener(*metrics_listen, ()) if metrics_listen else None
+    every = [*listeners, *([metrics_listener] if metrics_listener else [])]
+    sockets = [bind(listener) for listener in every]
+    dc09_sockets = [dc09_server.bind(host, port) for host, port in dc09_listen]
+    return Bound(listeners, metrics_listener, sockets, dc09_sockets)
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -68,7 +94,7 @@ class _Server(uvicorn.Server):
 async def run(
     settings: Settings,
     listeners: Sequence[Listener],
-    on_ready: Callable[[Runtime], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
     extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
     metrics_listen: tuple[str, int] | None = None,
@@ -79,23 +105,33 @@ async def run(
 
     With ``metrics_listen``, ``/metrics`` is served on that address alone and on none of the
     other listeners."""
-    metrics_listener = Listener(*metrics_listen, ()) if metrics_listen else None
-    every = [*listeners, *([metrics_listener] if metrics_listener else [])]
-    sockets = [bind(listener) for listener in every]
-    dc09_sockets = [dc09_server.bind(host, port) for host, port in dc09_listen]
-    async with Runtime(settings, dc09_sockets) as runtime:
-        await _serve(runtime, listeners, metrics_listener, sockets, on_ready, extra_routes)
+    bound = bind_all(listeners, dc09_listen, metrics_listen)
+    await run_bound(settings, bound, on_ready, extra_routes)
+
+
+async def run_bound(
+    settings: Settings,
+    bound: Bound,
+    on_ready: Callable[[], None] | None = None,
+    extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
+    worker: WorkerRole | None = None,
+) -> None:
+    """:func:`run` on sockets bound already; as one of the node's workers when given a
+    ``worker`` role (then SIGTERM alone stops it: the node's parent sends it)."""
+    async with Runtime(settings, bound.dc09, worker=worker) as runtime:
+        stop_signals = (signal.SIGTERM,) if worker else (signal.SIGTERM, signal.SIGINT)
+        await _serve(runtime, bound, on_ready, extra_routes, stop_signals)
 
 
 async def _serve(
     runtime: Runtime,
-    listeners: Sequence[Listener],
-    metrics_listener: Listener | None,
-    sockets: Sequence[socket.socket],
-    on_ready: Callable[[Runtime], None] | None,
+    bound: Bound,
+    on_ready: Callable[[], None] | None,
     extra_routes: Callable[[Runtime], list[BaseRoute]] | None,
+    stop_signals: Sequence[signal.Signals],
 ) -> None:
     """Serve every listener on its socket until told to stop; the in-flight requests finish."""
+    listeners, metrics_listener, sockets = bound.listeners, bound.metrics, bound.http
     protocol = listener_limits.guarded_protocol(runtime.settings)
     servers: list[_Server] = []
     for listener in listeners:
@@ -119,7 +155,7 @@ async def _serve(
                 server.force_exit = True
             server.should_exit = True
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in stop_signals:
         loop.add_signal_handler(sig, stop, sig.name)
     tasks = [
         asyncio.create_task(server.serve(sockets=[sock]))
@@ -132,7 +168,7 @@ async def _serve(
                 break
             await asyncio.sleep(0.02)
         if all(server.started for server in servers) and on_ready is not None:
-            on_ready(runtime)
+            on_ready()
         await asyncio.gather(*tasks)
     finally:
         for server in servers:
@@ -183,12 +219,20 @@ def bind(listener: Listener) -> socket.socket:
 def serve(
     settings: Settings,
     listeners: Sequence[Listener],
-    on_ready: Callable[[Runtime], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
     extra_routes: Callable[[Runtime], list[BaseRoute]] | None = None,
     dc09_listen: Sequence[tuple[str, int]] = (),
     metrics_listen: tuple[str, int] | None = None,
 ) -> None:
-    """Run the node on uvloop until it is told to stop."""
+    """Run the node until it is told to stop: on uvloop in this process, or as the parent of
+    ``settings.workers`` worker processes."""
+    if settings.workers > 1:
+        from alarmhub import workers
+
+        if extra_routes is not None:
+            raise ValueError("extra routes are served by a node of one process (workers=1)")
+        workers.serve(settings, bind_all(listeners, dc09_listen, metrics_listen), on_ready)
+        return
     import uvloop
 
     uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen, metrics_listen))

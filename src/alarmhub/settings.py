@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,13 @@ from alarmhub.core.runaway import DEFAULT_LIMIT, DEFAULT_MINUTES
 from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
 
 CONFIG_FILE = "alarmhub.toml"
+MAX_DEFAULT_WORKERS = 8
+
+
+def default_workers() -> int:
+    """Worker processes when none are asked for: one a core, at most MAX_DEFAULT_WORKERS (they
+    all share one writer process, which a larger number would only queue behind)."""
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,8 @@ class Settings:
     http_header_seconds: float = 10.0
     http_max_header_bytes: int = 16384
     http_max_connections: int = 2048
+    # acceptor processes of ``serve`` (HTTP and DC-09), all in front of one writer process
+    workers: int = field(default_factory=default_workers)
 
     @property
     def zone(self) -> tzinfo:
@@ -118,6 +127,7 @@ _KINDS: dict[str, type] = {
     "http_header_seconds": float,
     "http_max_header_bytes": int,
     "http_max_connections": int,
+    "workers": int,
 }
 
 
@@ -161,6 +171,7 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
         "http_header_seconds",
         "http_max_header_bytes",
         "http_max_connections",
+        "workers",
     ):
         if getattr(settings, name) <= 0:
             raise SettingsError(f"{name} must be positive")
@@ -174,3 +185,16 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
     if settings.test_grace_minutes < 0:
         raise SettingsError("test_grace_minutes must not be negative")
     return settings
+
+
+def to_wire(settings: Settings) -> dict[str, str]:
+    """The settings as text, for a process the node starts (over a socket, never on its command
+    line, where other users of the machine could read a password)."""
+    return {f.name: str(getattr(settings, f.name)) for f in fields(settings)}
+
+
+def from_wire(values: dict[str, str]) -> Settings:
+    """The settings :func:`to_wire` gave, checked already by whoever loaded them."""
+    kinds = {"data_dir": Path, **_KINDS}
+    typed = {name: _coerce(name, raw, kinds[name]) for name, raw in values.items()}
+    return replace(Settings(), **typed)

@@ -72,11 +72,17 @@ class Hub:
         return float(found.group(1)) if found else 0.0
 
     def rss_kib(self) -> int:
-        assert self.server.process is not None
-        status = Path(f"/proc/{self.server.process.pid}/status").read_text()
-        found = re.search(r"^VmRSS:\s+(\d+) kB$", status, re.M)
-        assert found, status
-        return int(found.group(1))
+        """The resident memory of the node: its processes' together (workers included)."""
+        total = 0
+        for pid in self.server.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            found = re.search(r"^VmRSS:\s+(\d+) kB$", status, re.M)
+            total += int(found.group(1)) if found else 0
+        assert total, "no process of the node found"
+        return total
 
 
 def break_password(data_dir: Path, username: str) -> None:

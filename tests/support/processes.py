@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -138,9 +139,15 @@ def cli_json(data_dir: Path, *args: str) -> object:
     return json.loads(cli(data_dir, *args, "--json").stdout)
 
 
+TEST_WORKERS = os.environ.get("ALARMHUB_TEST_WORKERS", "2")
+"""The worker processes of every test server (``serve --workers``) that names none itself."""
+WORKER_STARTED = re.compile(r'event="worker started" worker=(\d+) pid=(\d+)')
+
+
 @dataclass
 class Server:
-    """An ``alarmhub serve`` process on a free port."""
+    """An ``alarmhub serve`` process on a free port, with TEST_WORKERS worker processes unless
+    ``extra_args`` say how many."""
 
     data_dir: Path
     port: int = field(default_factory=free_port)
@@ -160,6 +167,7 @@ class Server:
             # --demo provisions only a new database: leave it unmigrated for the node
             database_url(self.data_dir, migrated="--demo" not in self.extra_args)
         log = self.log_path.open("ab")
+        workers = () if "--workers" in self.extra_args else ("--workers", TEST_WORKERS)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -170,6 +178,7 @@ class Server:
                 f"127.0.0.1:{self.port}",
                 "--data-dir",
                 str(self.data_dir),
+                *workers,
                 *self.extra_args,
             ],
             stdout=log,
@@ -190,6 +199,27 @@ class Server:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+    def pids(self) -> list[int]:
+        """The server's process and its descendants (workers, writer, webhook process)."""
+        assert self.process is not None
+        found, queue = [], [self.process.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            queue += [int(child) for child in children]
+        return found
+
+    def worker_pids(self) -> dict[int, list[int]]:
+        """The worker processes the server started, by worker number, oldest first (its log)."""
+        started: dict[int, list[int]] = {}
+        for index, pid in WORKER_STARTED.findall(self.log()):
+            started.setdefault(int(index), []).append(int(pid))
+        return started
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         assert self.process is not None

@@ -56,6 +56,12 @@ def _address(value: str | None) -> tuple[str, int] | None:
     "--metrics-listen",
     help="HOST:PORT serving /metrics alone (then no other listener serves it).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Worker processes serving every listener, in front of one writer process "
+    "[default: the number of cores, at most 8].",
+)
 def serve(
     listen: str,
     rx_listen: str | None,
@@ -66,13 +72,14 @@ def serve(
     log_format: str | None,
     dc09_listen: tuple[str, ...],
     metrics_listen: str | None,
+    workers: int | None,
 ) -> None:
     """Run the node: signaling interface, query interface, health and metrics."""
     from alarmhub import demo, logs
     from alarmhub.server import Listener
     from alarmhub.server import serve as run_server
 
-    settings = load_settings(data_dir, log_level=log_level, log_format=log_format)
+    settings = load_settings(data_dir, log_level=log_level, log_format=log_format, workers=workers)
     logs.configure(settings.log_level, settings.log_format)
     default = _address(listen)
     rx = _address(rx_listen) or default
@@ -88,7 +95,7 @@ def serve(
     if with_demo:
         _provision_demo(settings)
 
-    def ready(_: object) -> None:
+    def ready() -> None:
         for listener in listeners:
             url = listener.url()
             if "rx" in listener.parts:
@@ -105,6 +112,8 @@ def serve(
             text = demo.saved_credentials(settings.data_dir)
             if text:
                 click.echo(text, nl=False)
+        if settings.workers > 1:
+            click.echo(f"workers    {settings.workers}")
         click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
 
     run_server(settings, listeners, on_ready=ready, dc09_listen=dc09, metrics_listen=metrics)

@@ -4,13 +4,21 @@ On one node (SQLite) that node does. On a database shared by several nodes (Post
 node that holds a session-level advisory lock does: the lock lives as long as the database
 connection that took it, so when the leader dies its connection closes, the server frees the
 lock, and another node takes it at its next try (every second).
+
+A node of several worker processes (``serve --workers N``) is several nodes in this respect: on
+PostgreSQL each worker tries the advisory lock; on SQLite each tries an exclusive ``flock`` of a
+file in the data directory (``lock_path``), which the kernel frees when its holder dies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import Engine
@@ -25,11 +33,15 @@ LOCK_KEY = 0x616C61726D687562  # "alarmhub" in ASCII (a signed 64-bit key)
 class Leadership:
     """Whether this node leads supervision; :attr:`held` is read by the check loops."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, lock_path: Path | None = None) -> None:
         self._engine = engine
-        self.shared = engine.dialect.name != "sqlite"
+        alone = engine.dialect.name == "sqlite"
+        # SQLite with sibling workers: the lead is a file lock (PostgreSQL: the advisory lock)
+        self._lock_path = lock_path if alone else None
+        self.shared = not alone or lock_path is not None
         self.held = not self.shared
         self._conn: Connection | None = None
+        self._lock_fd: int | None = None
         self._task: asyncio.Task[None] | None = None
         self.listeners: list[Callable[[bool], None]] = []
         """Told whenever this node takes or loses the lead (the writer, for the checks it runs)."""
@@ -52,6 +64,8 @@ class Leadership:
 
     def try_to_lead(self) -> bool:
         """Take the lock if it is free; while held, check that its connection still works."""
+        if self._lock_path is not None:
+            return self._try_lock_file(self._lock_path)
         try:
             if self._conn is None:
                 self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -78,6 +92,20 @@ class Leadership:
             for listener in self.listeners:
                 listener(held)
 
+    def _try_lock_file(self, path: Path) -> bool:
+        try:
+            if self._lock_fd is None:
+                self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            if not self.held:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._set(True)
+        except BlockingIOError:
+            self._set(False)
+        except OSError as exc:
+            log.warning("leadership check failed", extra={"error": repr(exc)})
+            self._set(False)
+        return self.held
+
     def _drop_connection(self) -> None:
         if self._conn is not None:
             try:
@@ -89,6 +117,10 @@ class Leadership:
 
     def _let_go(self) -> None:
         """On a clean stop: free the lock at once, so another node leads without waiting."""
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)  # frees the file lock
+            self._lock_fd = None
         if self.held and self._conn is not None:
             try:
                 self._conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": LOCK_KEY})

@@ -12,6 +12,11 @@ How the writer is started is the one thing a node may choose (``start_writer``):
 :mod:`alarmhub.store.writer_process` runs the same loop on the same socket and frames in a
 thread of the node's own process instead (a node embedded in another program, such as tests
 that call its app in-process).
+
+A worker of a node that runs several (``serve --workers N``) starts no writer: it connects to the
+node's one writer at ``address`` (a Unix socket the node's parent process has it listen on, and
+starts again if it dies); when that channel closes, the worker fails its waiting requests as
+above and connects again.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from alarmhub.store.commit import Stored, to_wire
 log = logging.getLogger("alarmhub.writer")
 T = TypeVar("T")
 RESTART_SECONDS = 1.0
+CONNECT_RETRY_SECONDS = 0.1
 START_TIMEOUT_SECONDS = 30.0
 
 Waiters = list[asyncio.Future[Stored]]
@@ -75,6 +81,37 @@ def start_process(sock: socket.socket) -> subprocess.Popen[bytes]:
         sock.close()
 
 
+def writer_config(settings: Settings, leader: bool) -> dict[str, Any]:
+    """The writer's configuration, its first frame (never on the command line, where other users
+    of the machine could read a password); ``leader``: whether the node leads supervision."""
+    s = settings
+    return {
+        "url": s.database,
+        "max_batch": s.max_batch,
+        "idempotency_hours": s.idempotency_hours,
+        "key_windows": {DC09_TOKEN_NAME: s.dc09_retry_seconds},
+        "runaway_limit": s.runaway_limit,
+        "runaway_minutes": s.runaway_minutes,
+        "test_grace_minutes": s.test_grace_minutes,
+        "timezone": s.timezone,
+        "log_level": s.log_level,
+        "log_format": s.log_format,
+        "leader": leader,
+    }
+
+
+async def _connect(address: str) -> socket.socket:
+    """A connection to the node's writer listening at ``address``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class _Channel(asyncio.Protocol):
     """The socket to the writer process: frames out, answers in."""
 
@@ -95,11 +132,17 @@ class SignalWriter:
     """Submits signals to the writer process and resolves each request after its commit."""
 
     def __init__(
-        self, engine: Engine, settings: Settings, start_writer: StartWriter = start_process
+        self,
+        engine: Engine,
+        settings: Settings,
+        start_writer: StartWriter = start_process,
+        *,
+        address: str | None = None,
     ) -> None:
         self._engine = engine
         self._settings = settings
         self._start_writer = start_writer
+        self._address = address
         self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
         self._in_flight: deque[Waiters] = deque()
         self._transport: Any = None
@@ -111,8 +154,9 @@ class SignalWriter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="writes")
         self._restart: asyncio.Task[None] | None = None
         # whether this node leads supervision (the writer runs the leader's checks): a node of
-        # its own database always does; on a shared one, as Leadership tells (set_leader)
-        self._leader = engine.dialect.name == "sqlite"
+        # its own database always does; on a shared one, as Leadership tells (set_leader). A
+        # worker says only what its Leadership tells (the parent tells the writer the rest).
+        self._leader = engine.dialect.name == "sqlite" and address is None
 
     @property
     def closing(self) -> bool:
@@ -123,39 +167,45 @@ class SignalWriter:
         return self._transport is not None and not self._closing
 
     async def start(self) -> None:
-        await self._spawn()
+        if self._address is None:
+            await self._spawn()
+            return
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT_SECONDS
+        while True:  # the node's writer may be starting (again) just now
+            try:
+                await self._spawn()
+                return
+            except (OSError, StoreUnavailable):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise StoreUnavailable("the node's writer is not reachable") from None
+                await asyncio.sleep(CONNECT_RETRY_SECONDS)
 
     async def _spawn(self) -> None:
         loop = asyncio.get_running_loop()
-        ours, theirs = socket.socketpair()
-        self._process = self._start_writer(theirs)
+        first: dict[str, Any]
+        if self._address is None:
+            ours, theirs = socket.socketpair()
+            self._process = self._start_writer(theirs)
+            first = writer_config(self._settings, self._leader)
+        else:
+            ours = await _connect(self._address)
+            first = {"leader": self._leader}
         self._ready = loop.create_future()
         transport, _ = await loop.create_unix_connection(lambda: _Channel(self), sock=ours)
         log.debug("writer channel", extra={"transport": type(transport).__name__})
-        s = self._settings
-        config = {
-            "url": s.database,
-            "max_batch": s.max_batch,
-            "idempotency_hours": s.idempotency_hours,
-            "key_windows": {DC09_TOKEN_NAME: s.dc09_retry_seconds},
-            "runaway_limit": s.runaway_limit,
-            "runaway_minutes": s.runaway_minutes,
-            "test_grace_minutes": s.test_grace_minutes,
-            "timezone": s.timezone,
-            "log_level": s.log_level,
-            "log_format": s.log_format,
-            "leader": self._leader,
-        }
-        transport.write(framing.encode(config))
+        transport.write(framing.encode(first))
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT_SECONDS)
         except (TimeoutError, StoreUnavailable):
             transport.close()
             raise StoreUnavailable("the writer process did not start") from None
         self._transport = transport
-        if self._leader != config["leader"]:  # the lead changed while the writer started
+        if self._leader != first["leader"]:  # the lead changed while the writer started
             self.set_leader(self._leader)
-        log.info("writer process started", extra={"pid": self._process.pid})
+        if self._process is not None:
+            log.info("writer process started", extra={"pid": self._process.pid})
+        else:
+            log.info("writer connected", extra={"address": self._address})
 
     def set_leader(self, held: bool) -> None:
         """This node took or lost the lead of supervision: the writer runs the leader's checks
@@ -241,11 +291,17 @@ class SignalWriter:
             self._ready.set_exception(error)
         if self._closing:
             return
-        code = self._process.poll() if self._process else None
-        log.error(
-            "writer process ended; restarting",
-            extra={"exit_code": code, "unanswered": len(waiters), "error": repr(exc)},
-        )
+        if self._address is not None:  # the node's parent starts it again
+            log.warning(
+                "writer channel closed; connecting again",
+                extra={"unanswered": len(waiters), "error": repr(exc)},
+            )
+        else:
+            code = self._process.poll() if self._process else None
+            log.error(
+                "writer process ended; restarting",
+                extra={"exit_code": code, "unanswered": len(waiters), "error": repr(exc)},
+            )
         self._restart = asyncio.get_running_loop().create_task(self._respawn())
 
     async def _respawn(self) -> None:
@@ -257,7 +313,10 @@ class SignalWriter:
                 await self._spawn()
                 return
             except (OSError, StoreUnavailable) as exc:
-                log.error("writer process restart failed", extra={"error": repr(exc)})
+                if self._address is not None:  # the node's parent is starting it again
+                    log.info("writer not reachable yet", extra={"error": repr(exc)})
+                else:
+                    log.error("writer process restart failed", extra={"error": repr(exc)})
 
     async def run(self, work: Callable[[Connection], T]) -> T:
         """Run another write (heartbeats, supervision) in its own transaction, off the loop."""
@@ -273,4 +332,11 @@ class SignalWriter:
         return self._engine
 
 
-__all__ = ["SignalWriter", "StartWriter", "Stored", "WriterHandle", "start_process"]
+__all__ = [
+    "SignalWriter",
+    "StartWriter",
+    "Stored",
+    "WriterHandle",
+    "start_process",
+    "writer_config",
+]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import select
 import signal
 import socket
 import sys
@@ -46,9 +45,9 @@ from alarmhub.store.commit import (
 from alarmhub.store.engine import WriteConnection, open_engine, unavailable
 from alarmhub.store.routing import ROUTE_BATCH, SignalRouting
 from alarmhub.store.supervision import Supervision
+from alarmhub.store.writer_channels import Channels, read_available, wait_readable
 
 log = logging.getLogger("alarmhub.writer")
-READ_SIZE = 1 << 20
 SUPERVISE_SECONDS = 1.0
 ROUTE_ON_EXIT_BATCHES = 20
 ROUTE_MAX_DELAY = 0.02
@@ -57,25 +56,6 @@ ROUTE_MIN_INTERVAL = 0.005
 GATHER_ROWS = 64
 GATHER_SECONDS = 0.001
 GATHER_AFTER_SECONDS = 0.005
-
-
-def _read_available(sock: socket.socket, buffer: bytearray, timeout: float | None) -> bool:
-    """Wait up to ``timeout`` seconds (None: for ever) for bytes, then take whatever else is
-    already there. False on EOF."""
-    readable, _, _ = select.select([sock], [], [], timeout)
-    if not readable:
-        return True
-    sock.setblocking(False)
-    try:
-        data = sock.recv(READ_SIZE)
-        if not data:
-            return False
-        buffer += data
-        while data := sock.recv(READ_SIZE):
-            buffer += data
-    except BlockingIOError:
-        pass
-    return True
 
 
 def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any] | None:
@@ -87,7 +67,8 @@ def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any] | N
         if messages:
             config: dict[str, Any] = messages[0]
             return config
-        if not _read_available(sock, buffer, None):
+        wait_readable(sock, None)
+        if not read_available(sock, buffer):
             return None
 
 
@@ -95,7 +76,14 @@ class WriterLoop:
     """Group commits that also route what they store; catching up on unrouted signals and
     supervision in between."""
 
-    def __init__(self, sock: socket.socket, config: dict[str, Any], buffer: bytearray) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        config: dict[str, Any],
+        buffer: bytearray,
+        *,
+        channels: Channels | None = None,
+    ) -> None:
         self._sock = sock
         self._store = WriteConnection(open_engine(config["url"]))
         # routing and supervision: derived from what is stored, committed without an fsync
@@ -131,6 +119,8 @@ class WriterLoop:
         self._next_supervision = time.monotonic()
         self._last_commit = 0.0
         self._leader = bool(config.get("leader", True))  # the parent says when it changes
+        # the parent's channel, and the workers' when the node has several (writer_channels)
+        self._channels = channels or Channels(sock, buffer, self._leader)
 
     def recall(self) -> None:
         """Load what routing remembers (the runaway windows) before the first commit."""
@@ -211,12 +201,14 @@ class WriterLoop:
                 timeout = max(0.0, self._next_supervision - now)
             if self._unrouted:
                 timeout = min(timeout, max(0.0, self._unrouted_since + ROUTE_MIN_DELAY - now))
-        self._open = _read_available(self._sock, self._buffer, timeout)
-        for message in framing.decode_all(self._buffer):
+        self._open, messages = self._channels.read(timeout)
+        for channel, message in messages:
             if isinstance(message, dict):  # the node took or lost the lead of supervision
-                self._leader = bool(message.get("leader"))
+                channel.leader = bool(message.get("leader"))
             else:
+                self._channels.arrived(channel, len(message))
                 self._waiting.append(message)
+        self._leader = self._channels.leader
 
     def _commit(self) -> None:
         frames, rows = 0, 0
@@ -244,9 +236,7 @@ class WriterLoop:
             ],
             "seconds": time.perf_counter() - started,
         }
-        try:
-            self._sock.sendall(framing.encode(reply))
-        except OSError:
+        if not self._channels.answer(reply):  # each channel its frames' answers
             self._open = False  # the parent is gone; what is committed stays committed
         stored = [
             (sig, x)
@@ -413,10 +403,16 @@ def main() -> None:
         if config is None:
             return
         logs.configure(config["log_level"], config["log_format"])
-        loop = WriterLoop(sock, config, buffer)
+        channels = Channels(sock, buffer, bool(config.get("leader", True)))
+        loop = WriterLoop(sock, config, buffer, channels=channels)
         loop.recall()
+        if config.get("listen"):  # the node's workers connect there, once it is ready
+            channels.listen(config["listen"])
         quiet_garbage_collector()
-        loop.run()
+        try:
+            loop.run()
+        finally:
+            channels.close()
     except Exception:
         log.exception("writer process failed")
         raise SystemExit(1) from None

@@ -1,0 +1,123 @@
+"""The writer's channels (store/writer_channels.py): workers connect to its Unix socket, a group
+commit holding the frames of several workers answers each worker for its own frames, the lead
+is any channel's, and a worker that goes away leaves the others alone."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alarmhub.store import framing
+from alarmhub.store.writer_channels import Channels
+
+
+def receive(sock: socket.socket) -> Any:
+    buffer = bytearray()
+    sock.settimeout(5)
+    while not (messages := framing.decode_all(buffer)):
+        data = sock.recv(65536)
+        assert data, "the writer closed the channel"
+        buffer += data
+    [message] = messages
+    return message
+
+
+@pytest.fixture
+def channels(tmp_path: Path) -> Iterator[tuple[Channels, socket.socket, str]]:
+    parent, control = socket.socketpair()
+    path = str(tmp_path / "writer.sock")
+    writer = Channels(control, bytearray(), leader=False)
+    writer.listen(path)
+    yield writer, parent, path
+    writer.close()
+    parent.close()
+    control.close()
+
+
+def connect(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    return sock
+
+
+def read_frames(writer: Channels, expected: int) -> list[tuple[Any, Any]]:
+    """Read until ``expected`` messages came in (each arriving frame recorded as a commit's)."""
+    got: list[tuple[Any, Any]] = []
+    for _ in range(50):
+        is_open, messages = writer.read(0.1)
+        assert is_open
+        for channel, message in messages:
+            if isinstance(message, list):
+                writer.arrived(channel, len(message))
+            got.append((channel, message))
+        if len(got) >= expected:
+            return got
+    raise AssertionError(f"only {len(got)} of {expected} messages arrived")
+
+
+def test_each_worker_is_answered_for_its_own_frames(
+    channels: tuple[Channels, socket.socket, str],
+) -> None:
+    writer, _, path = channels
+    first, second = connect(path), connect(path)
+    writer.read(0.5)  # accepts them both
+    writer.read(0.1)
+    for worker in (first, second):
+        assert receive(worker) == {"ready": True}
+    first.sendall(framing.encode(["a1", "a2"]))
+    read_frames(writer, 1)
+    second.sendall(framing.encode(["b1"]))
+    read_frames(writer, 1)
+    first.sendall(framing.encode(["a3"]))
+    read_frames(writer, 1)
+    # one commit of the three frames: outcomes in the order the frames came
+    assert writer.answer({"frames": 3, "stored": [[1], [2], [3], [4]], "seconds": 0.5})
+    assert receive(first) == {"frames": 2, "stored": [[1], [2], [4]], "seconds": 0.5}
+    assert receive(second) == {"frames": 1, "stored": [[3]], "seconds": 0.5}
+    first.close()
+    second.close()
+
+
+def test_the_lead_is_any_channels_and_ends_with_it(
+    channels: tuple[Channels, socket.socket, str],
+) -> None:
+    writer, _, path = channels
+    worker = connect(path)
+    writer.read(0.5)
+    assert receive(worker) == {"ready": True}
+    assert not writer.leader
+    worker.sendall(framing.encode({"leader": True}))
+    [(channel, message)] = read_frames(writer, 1)
+    channel.leader = bool(message["leader"])
+    assert writer.leader
+    worker.close()  # that worker died: its lead with it
+    for _ in range(10):
+        writer.read(0.1)
+    assert not writer.leader
+
+
+def test_a_gone_worker_leaves_the_others_answered(
+    channels: tuple[Channels, socket.socket, str],
+) -> None:
+    writer, parent, path = channels
+    gone, staying = connect(path), connect(path)
+    writer.read(0.5)
+    writer.read(0.1)
+    for worker in (gone, staying):
+        assert receive(worker) == {"ready": True}
+    gone.sendall(framing.encode(["g1"]))
+    read_frames(writer, 1)
+    staying.sendall(framing.encode(["s1"]))
+    read_frames(writer, 1)
+    gone.close()
+    writer.read(0.1)  # sees it closed; its frame is still committed, its answer dropped
+    assert writer.answer({"frames": 2, "stored": [[1], [2]], "seconds": 0.1})
+    assert receive(staying) == {"frames": 1, "stored": [[2]], "seconds": 0.1}
+    parent.close()
+    is_open, _ = writer.read(0.1)
+    assert not is_open, "the parent's end closed: stop"
+    staying.close()
