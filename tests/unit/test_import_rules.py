@@ -14,7 +14,10 @@ import alarmhub
 PACKAGE = Path(alarmhub.__file__).parent
 ADAPTERS = ("rx", "xm", "console", "dc09", "cli", "app")
 CONTACT_ID = "alarmhub.contactid"
-COMPOSITION_ROOT = frozenset({"alarmhub.app", "alarmhub.server", "alarmhub.__main__"})
+COMPOSITION_ROOT = frozenset(
+    {"alarmhub.app", "alarmhub.server", "alarmhub.workers", "alarmhub.worker_process",
+     "alarmhub.__main__"}
+)  # fmt: skip
 
 
 def module_name(path: Path) -> str:
