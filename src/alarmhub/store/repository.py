@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, select, tuple_, update
+from sqlalchemy import Connection, bindparam, case, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import events
@@ -106,14 +106,14 @@ _OPEN_ALARMS = select(
     ALARM.alarm_id, ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone, ALARM.type,
     ALARM.hist_text, ALARM.priority, ALARM.state,
 ).where(
-    tuple_(ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone).in_(
-        bindparam("keys", expanding=True)
-    ),
+    ALARM.account_number.in_(bindparam("accounts", expanding=True)),
+    ALARM.event_code.in_(bindparam("events", expanding=True)),
     ALARM.restore_us.is_(None),
 )  # fmt: skip
-"""The alarms that the restorals of a batch may restore (by account, event, area and zone),
-looked up in bulk by the index of that key (their states are sorted out after: a condition on
-the state would let the planner read the whole queue's index instead)."""
+"""The alarms that the restorals of a batch may restore, looked up in bulk by the index of
+(account, event code, ...): their areas and zones, and their states, are sorted out after (the
+index serves a list of accounts and a list of events, not a list of keys; a condition on the
+state would let the planner read the whole queue's index instead)."""
 _UNRESOLVED = frozenset(UNRESOLVED_STATES)
 _RESTORE = (
     update(schema.alarm)
@@ -222,12 +222,17 @@ class SqlRepository:
         wanted = sorted(keys - self._open_checked)
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            rows = self._conn.execute(_OPEN_ALARMS, {"keys": fixed_shape(chunk)}).mappings()
+            keys = set(chunk)
+            asked = {
+                "accounts": fixed_shape(sorted({k[0] for k in chunk})),
+                "events": fixed_shape(sorted({k[1] for k in chunk})),
+            }
+            rows = self._conn.execute(_OPEN_ALARMS, asked).mappings()
             for row in sorted(rows, key=itemgetter("alarm_id")):
-                if row["state"] not in _UNRESOLVED:
+                key = (row["account_number"], row["event_code"], row["area"], row["zone"])
+                if key not in keys or row["state"] not in _UNRESOLVED:
                     continue
                 alarm = self._open_rows[row["alarm_id"]] = dict(row)
-                key = (row["account_number"], row["event_code"], row["area"], row["zone"])
                 found = self._open.setdefault(key, [])
                 found.append(alarm)
                 if len(found) > 1 and found[-2]["alarm_id"] > alarm["alarm_id"]:
