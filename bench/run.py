@@ -114,11 +114,10 @@ def stored(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM signal").fetchone()[0])
 
 
-def start_node(checkout: Path, accounts: int = 0) -> tuple[Path, str, int, subprocess.Popen[str]]:
-    """A node of ``checkout`` (its ``src`` first on the path) on a new SQLite data directory,
-    with the ``bench`` driver and token: (data directory, token, port, process). With
-    ``accounts``, the realistic mix's dnis and line mask and that many accounts (CSV import),
-    and a runaway limit no benchmark account reaches."""
+def provision(checkout: Path, accounts: int = 0) -> tuple[Path, dict[str, str], dict[str, Any]]:
+    """A new SQLite data directory provisioned by ``checkout``'s CLI with the ``bench`` driver
+    and token and, with ``accounts``, the realistic mix's dnis, line mask and that many accounts
+    (CSV import): (data directory, the environment of its node, the token)."""
     data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-bench-"))
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
 
@@ -137,6 +136,15 @@ def start_node(checkout: Path, accounts: int = 0) -> tuple[Path, str, int, subpr
         if added["added"] != accounts:
             sys.exit(f"account import added {added['added']} of {accounts}")
         env["ALARMHUB_RUNAWAY_LIMIT"] = str(RUNAWAY_LIMIT)
+    return data_dir, env, token
+
+
+def start_node(checkout: Path, accounts: int = 0) -> tuple[Path, str, int, subprocess.Popen[str]]:
+    """A node of ``checkout`` (its ``src`` first on the path) on a new SQLite data directory,
+    with the ``bench`` driver and token: (data directory, token, port, process). With
+    ``accounts``, the realistic mix's dnis and line mask and that many accounts (CSV import),
+    and a runaway limit no benchmark account reaches."""
+    data_dir, env, token = provision(checkout, accounts)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, str(checkout / "bench" / "server.py"), f"127.0.0.1:{port}", str(data_dir)],

@@ -22,13 +22,13 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import mix
 from pending_latency import cpu_seconds
+from run import provision
 
 HERE = Path(__file__).resolve().parent
 RUNAWAY_LIMIT = 1_000_000
@@ -52,23 +52,6 @@ def _read_message(sock: socket.socket, buffer: bytearray) -> Any:
         if not data:
             raise SystemExit("the writer process closed its socket")
         buffer += data
-
-
-def provision(checkout: Path, accounts: int) -> Path:
-    data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-writer-cost-"))
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-
-    def cli(*args: str) -> str:
-        return subprocess.run(
-            [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
-            env=env, check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
-
-    cli("driver", "add", "bench")
-    cli("dnis", "add", mix.DNIS, "--mask", mix.MASK)
-    mix.write_accounts_csv(data_dir / "accounts.csv", accounts)
-    cli("account", "import", str(data_dir / "accounts.csv"))
-    return data_dir
 
 
 def rows_of(signals: list[mix.Signal], start_us: int, keyed: bool) -> list[list[Any]]:
@@ -163,7 +146,7 @@ def main() -> None:
             for i in range(args.signals)
         ]  # fmt: skip
     results: dict[Path, list[dict[str, float]]] = {c: [] for c in args.checkouts}
-    dirs = {c: provision(c, args.accounts) for c in args.checkouts}
+    dirs = {c: provision(c, args.accounts)[0] for c in args.checkouts}
     base = int(time.time() * 1e6)
     for round_ in range(args.rounds):
         for checkout in args.checkouts:

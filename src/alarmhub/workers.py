@@ -81,6 +81,31 @@ async def _first_frame(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> 
     return messages[0]
 
 
+async def _spawn(
+    module: str,
+    config: dict[str, Any],
+    *args: str,
+    fds: list[int] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start ``python -m module FD *args`` on its end of a new socket pair (with ``fds`` passed
+    too) and send it ``config`` as its first frame (never on the command line); the process
+    and our end of the pair."""
+    ours, theirs = socket.socketpair()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, str(theirs.fileno()), *args],
+            pass_fds=[*(fds or []), theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        theirs.close()
+    ours.setblocking(False)
+    await asyncio.get_running_loop().sock_sendall(ours, framing.encode(config))
+    return process, ours
+
+
 class _Writer:
     """The node's writer process, listening for the workers at ``address``."""
 
@@ -93,22 +118,11 @@ class _Writer:
         self._sock: socket.socket | None = None
 
     async def start(self) -> None:
-        ours, theirs = socket.socketpair()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "alarmhub.store.writer_process", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-            )
-        finally:
-            theirs.close()
+        self.process, ours = await _spawn("alarmhub.store.writer_process", self._config)
         self._sock = ours
-        ours.setblocking(False)
-        loop = asyncio.get_running_loop()
-        await loop.sock_sendall(ours, framing.encode(self._config))
         try:
             async with asyncio.timeout(START_SECONDS):
-                ready = await _first_frame(loop, ours)
+                ready = await _first_frame(asyncio.get_running_loop(), ours)
         except TimeoutError:
             ready = None
         if ready is None:
@@ -138,26 +152,15 @@ class _Worker:
     async def start(self) -> None:
         if self._sock is not None:
             self._sock.close()
-        ours, theirs = socket.socketpair()
-        command = [sys.executable, "-m", "alarmhub.worker_process"]
-        try:
-            # started from this thread, the event loop's: the kernel kills a child whose parent
-            # *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool
-            self.process = subprocess.Popen(
-                [*command, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=[*self._fds, theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                env=self._env,
-            )
-        finally:
-            theirs.close()
+        # started from this thread, the event loop's: the kernel kills a child whose parent
+        # *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool
+        self.process, ours = await _spawn(
+            "alarmhub.worker_process", self._config, str(os.getpid()), fds=self._fds, env=self._env
+        )
         self._sock = ours
-        ours.setblocking(False)
-        loop = asyncio.get_running_loop()
-        await loop.sock_sendall(ours, framing.encode(self._config))
         try:
             async with asyncio.timeout(START_SECONDS):
-                ready = await loop.sock_recv(ours, len(READY))
+                ready = await asyncio.get_running_loop().sock_recv(ours, len(READY))
         except TimeoutError:
             ready = b""
         if ready != READY:
