@@ -183,6 +183,7 @@ def test_a_resolution_is_refused_until_the_required_steps_are_done(hub: Hub, pag
     # the steps done: the call list (G, Enter, answered), then the instruction with a note
     page.keyboard.press("Escape")
     page.keyboard.press("g")
+    expect(page.locator("#call-list tr.next button.phone")).to_be_focused()  # then Enter calls
     page.keyboard.press("Enter")
     log_call(page, "a")
     expect(steps.nth(0)).to_have_class("step done")
