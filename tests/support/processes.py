@@ -139,8 +139,11 @@ def cli_json(data_dir: Path, *args: str) -> object:
     return json.loads(cli(data_dir, *args, "--json").stdout)
 
 
-TEST_WORKERS = os.environ.get("ALARMHUB_TEST_WORKERS", "2")
-"""The worker processes of every test server (``serve --workers``) that names none itself."""
+TEST_WORKERS = os.environ.get("ALARMHUB_TEST_WORKERS", "1")
+"""The worker processes of every test server (``serve --workers``) that names none itself:
+one by default; ``ALARMHUB_TEST_WORKERS=2 make test`` runs the whole end-to-end suite, the
+crash tests included, with two (tests/e2e/test_workers.py always runs two). With two on a
+2-core machine the suite's browser and schedule tests run near their deadlines."""
 WORKER_STARTED = re.compile(r'event="worker started" worker=(\d+) pid=(\d+)')
 
 
