@@ -169,6 +169,10 @@ class SignalInsert(RowInsert):
 
 INCIDENT = "incident"
 ROUTED = "routed"  # the watermark of routing: every signal numbered up to it is routed
+UNROUTED = schema.signal.c.incident_number > (
+    select(schema.sequence.c.value).where(schema.sequence.c.name == ROUTED).scalar_subquery()
+)
+"""The condition of a stored signal not routed yet: numbered above the watermark."""
 _ADVANCE = (
     update(schema.sequence)
     .where(schema.sequence.c.name == INCIDENT)

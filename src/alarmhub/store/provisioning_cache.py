@@ -42,13 +42,9 @@ class AccountMemory:
     def forget_accounts(self) -> None:
         self.known, self.unknown, self.test_alarms = set(), set(), {}
 
-    def forget_test_alarms(self, account: str | None = None) -> None:
-        """Forget the FAIL TO TEST alarm of ``account`` (None: of every account), to be looked
-        up again."""
-        if account is None:
-            self.test_alarms = {}
-        else:
-            self.test_alarms.pop(account, None)
+    def forget_test_alarms(self) -> None:
+        """Forget the accounts' FAIL TO TEST alarms, to be looked up again."""
+        self.test_alarms = {}
 
     def forget_descriptions(self) -> None:
         self.descriptions, self.described = {}, set()

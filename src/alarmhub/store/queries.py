@@ -13,7 +13,7 @@ from alarmhub.core import operations as ops
 from alarmhub.core import units
 from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.store import alarm_response, plans, schema
-from alarmhub.store.commit import ROUTED
+from alarmhub.store.commit import UNROUTED
 from alarmhub.store.statistics import first_signal_since
 
 PENDING = AlarmState.PENDING
@@ -140,12 +140,7 @@ def newest_signals(conn: Connection, limit: int) -> list[dict[str, Any]]:
 
 def unrouted_count(conn: Connection) -> int:
     """The stored signals not routed yet (above the watermark of routed ones)."""
-    routed = select(schema.sequence.c.value).where(schema.sequence.c.name == ROUTED)
-    query = (
-        select(func.count())
-        .select_from(schema.signal)
-        .where(SIGNAL.incident_number > routed.scalar_subquery())
-    )
+    query = select(func.count()).select_from(schema.signal).where(UNROUTED)
     return int(conn.execute(query).scalar_one())
 
 

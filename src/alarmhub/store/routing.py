@@ -26,7 +26,7 @@ from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import handling, schema
-from alarmhub.store.commit import ROUTED, lock_incidents
+from alarmhub.store.commit import ROUTED, UNROUTED, lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
 
@@ -50,10 +50,7 @@ _UNROUTED = (
         SIGNAL.zone,
         SIGNAL.received_us,
     )
-    .where(
-        SIGNAL.incident_number
-        > select(SEQUENCE.value).where(SEQUENCE.name == ROUTED).scalar_subquery()
-    )
+    .where(UNROUTED)
     .order_by(SIGNAL.incident_number)
     .limit(bindparam("limit"))
 )
