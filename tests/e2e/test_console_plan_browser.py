@@ -112,6 +112,12 @@ def test_an_operator_follows_a_burglary_plan_to_a_verified_dispatch(hub: Hub, pa
     # G: the call list, its next contact; Enter opens the call form on her; answered
     page.keyboard.press("g")
     expect(page.locator('#call-list tr.next button.phone[data-phone="555-0101"]')).to_be_focused()
+    # a redraw of the alarm (as the live feed makes one) leaves the cursor where it was
+    page.evaluate("document.activeElement.drawnBefore = true; window.alarmhub.loadDetail()")
+    page.wait_for_function(
+        "!document.querySelector('#call-list button.phone[data-phone=\"555-0101\"]').drawnBefore"
+    )
+    expect(page.locator('#call-list tr.next button.phone[data-phone="555-0101"]')).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.locator("#call-phone")).to_have_value("555-0101")
     log_call(page, "a")

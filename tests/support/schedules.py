@@ -4,6 +4,7 @@ clock cannot be injected."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 from alarmhub.core.schedules import DAYS
@@ -23,7 +24,15 @@ def window_options(close: datetime, hours_open: int = 1) -> list[str]:
 
 
 def closed_a_minute_ago() -> tuple[list[str], datetime]:
-    """A window whose close was a minute ago (its due moment, with no grace, passed)."""
+    """A window whose close was a minute ago (its due moment, with no grace, passed).
+
+    A schedule set now is judged from the start of the station's day: in the day's first two
+    minutes a close a minute ago would be yesterday's, never judged, so those minutes are waited
+    out."""
+    now = datetime.now(UTC)
+    judged_from = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(minutes=2)
+    if now < judged_from:
+        time.sleep((judged_from - now).total_seconds())
     close = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
     return window_options(close), close
 

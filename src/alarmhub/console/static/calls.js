@@ -7,7 +7,7 @@
 
 (() => {
   const hub = window.alarmhub;
-  const { el, $ } = hub;
+  const { el, $, replaceKeepingFocus } = hub;
   const OUTCOMES = {
     answered: "ANSWERED",
     "no-answer": "NO ANSWER",
@@ -108,8 +108,8 @@
     section.hidden = false;
     const list = response.call_list || { name: "", contacts: [], next: null };
     $("#call-list-name").textContent = list.name || "";
-    $("#call-list tbody").replaceChildren(
-      ...list.contacts.map((contact, i) => contactRow(contact, i, list.next)),
+    replaceKeepingFocus(
+      $("#call-list tbody"), ...list.contacts.map((contact, i) => contactRow(contact, i, list.next)),
     );
     $("#call-list-empty").hidden = list.contacts.length > 0;
     drawFacts(response);

@@ -68,6 +68,19 @@
     return node;
   }
 
+  // redraws a list (the live feed, another operator's action) without taking the cursor off it:
+  // the focused element is found again in the new children by its tag and data attributes
+  function replaceKeepingFocus(container, ...children) {
+    const focused = container.contains(document.activeElement) ? document.activeElement : null;
+    const keys = focused ? Object.entries(focused.dataset) : [];
+    container.replaceChildren(...children);
+    if (!focused || !keys.length) return;
+    const same = [...container.querySelectorAll(focused.tagName)].find(
+      (node) => keys.every(([key, value]) => node.dataset[key] === value),
+    );
+    if (same && !same.disabled) same.focus();
+  }
+
   function svg(tag, attrs, text) {
     const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
     for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
@@ -818,7 +831,7 @@
   }
 
   window.alarmhub = {
-    api, el, $, banner, when, paint, me, state, hooks, forms: FORMS,
+    api, el, $, replaceKeepingFocus, banner, when, paint, me, state, hooks, forms: FORMS,
     act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm, showView, duration,
   };
   start();

@@ -8,7 +8,7 @@
 
 (() => {
   const hub = window.alarmhub;
-  const { el, $ } = hub;
+  const { el, $, replaceKeepingFocus } = hub;
   const AGENCY_KEYS = { p: "police", f: "fire", m: "medical" };
   const RESOLVE_REFUSALS = new Set(["OPS-STEPS", "OPS-DISPATCH"]);
   const SCOPES = {
@@ -146,7 +146,7 @@
     section.hidden = false;
     const scope = SCOPES[plan.scope] || plan.scope;
     $("#plan-name").textContent = `${plan.type}, ${scope}`;
-    $("#plan-steps").replaceChildren(...plan.steps.map(stepItem));
+    replaceKeepingFocus($("#plan-steps"), ...plan.steps.map(stepItem));
     $("#plan-dispatch").hidden = !mine;
     drawEcv();
     drawDispatches();
@@ -311,7 +311,7 @@
   function onRefused(path, err) {
     if (path !== "resolve" || !RESOLVE_REFUSALS.has(err.code)) return;
     refusal = { code: err.code, message: err.message };
-    if (plan) $("#plan-steps").replaceChildren(...plan.steps.map(stepItem));
+    if (plan) replaceKeepingFocus($("#plan-steps"), ...plan.steps.map(stepItem));
     drawRefusal();
   }
 
