@@ -17,6 +17,7 @@ from alarmhub.core import idempotency
 from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema
+from alarmhub.store.retry_keys import Staged
 
 T = TypeVar("T")
 IDEMPOTENCY = schema.idempotency.c
@@ -33,6 +34,7 @@ SIGNAL_COLUMNS = (
     "zone",
     "token_name",
     "received_us",
+    "idempotency_key",
 )
 
 
@@ -158,6 +160,7 @@ class SignalInsert(RowInsert):
                 sig.fields.zone,
                 sig.token_name,
                 sig.received_us,
+                sig.idempotency_key,
             )
             for number, sig in enumerate(batch, first_number)
         ]
@@ -250,27 +253,37 @@ def commit_signals(
     batch: Sequence[Signal],
     idempotency_window_us: int,
     windows_us: Mapping[str, int] | None = None,
+    memory: Staged | None = None,
 ) -> list[Stored]:
     """Store a batch in the caller's transaction, its Idempotency-Keys decided by
     :func:`alarmhub.core.idempotency.plan`: a retry gets its first commit's incident number
     (``duplicate``), a different signal under a known key :data:`CONFLICT`, and neither is
     stored again. ``windows_us`` gives the token names whose keys have a window of their own
-    (the DC-09 receiver's retry window)."""
+    (the DC-09 receiver's retry window); ``memory``, when given, remembers the keys it covers
+    instead of the table (:mod:`alarmhub.store.retry_keys`: the caller applies it once the
+    transaction is committed)."""
     lock_incidents(conn)  # another node's commit cannot remember the same key meanwhile
     keys: list[Key | None] = [
         None if sig.idempotency_key is None else (sig.token_name, sig.idempotency_key)
         for sig in batch
     ]
     digests = {i: digest(batch[i]) for i, key in enumerate(keys) if key is not None}
+    keyed = {key for key in keys if key is not None}
+    in_memory = {key for key in keyed if memory.covers(key)} if memory is not None else set()
+    remembered = _remembered(conn, keyed - in_memory)
+    if memory is not None:
+        remembered.update(memory.remembered(in_memory))
     decided = idempotency.plan(
         keys,
         [sig.received_us for sig in batch],
         digests,
-        _remembered(conn, {key for key in keys if key is not None}),
+        remembered,
         idempotency_window_us,
         windows_us or {},
     )
-    _forget(conn, decided.forget)
+    _forget(conn, [key for key in decided.forget if key not in in_memory])
+    if memory is not None:
+        memory.forget(key for key in decided.forget if key in in_memory)
     outcome: dict[int, Stored] = {i: CONFLICT for i in decided.conflicts}
     outcome.update((i, Stored(number, duplicate=True)) for i, number in decided.retries.items())
     if decided.fresh:
@@ -283,8 +296,13 @@ def commit_signals(
             [
                 (key[0], key[1], number[i], batch[i].received_us, digests[i])
                 for key, i in decided.remember.items()
+                if key not in in_memory
             ],
         )
+        if memory is not None:
+            for key, i in decided.remember.items():
+                if key in in_memory:
+                    memory.remember(key, Remembered(number[i], batch[i].received_us, digests[i]))
         outcome.update(
             (i, Stored(number[earlier], duplicate=True)) for i, earlier in decided.repeats.items()
         )

@@ -43,6 +43,7 @@ from alarmhub.store.commit import (
     store_plain,
 )
 from alarmhub.store.engine import WriteConnection, open_engine, unavailable
+from alarmhub.store.retry_keys import RetryKeys
 from alarmhub.store.routing import ROUTE_BATCH, SignalRouting
 from alarmhub.store.supervision import Supervision
 from alarmhub.store.writer_channels import Channels, read_available, wait_readable
@@ -100,6 +101,8 @@ class WriterLoop:
             runaway_limit=int(config["runaway_limit"]),
             runaway_minutes=int(config["runaway_minutes"]),
         )
+        # on SQLite this writer is the only one: it remembers the DC-09 retry keys itself
+        self._retry_keys = None if self._routing.shared else RetryKeys(self._key_windows_us)
         self._supervision = Supervision(
             self._derived.engine,
             test_grace_s=int(config["test_grace_minutes"]) * 60,
@@ -126,6 +129,8 @@ class WriterLoop:
         """Load what routing remembers (the runaway windows) before the first commit."""
         with self._derived.transaction() as conn:
             self._routing.recall(conn, now_us())
+            if self._retry_keys is not None:
+                self._retry_keys.recall(conn, now_us())
 
     def run(self) -> None:
         """Tell the parent the writer is ready, then commit until the parent's end closes."""
@@ -247,13 +252,20 @@ class WriterLoop:
             self._committed(stored)
 
     def _store_batch(self, batch: Sequence[Signal]) -> list[Stored]:
-        """Store ``batch`` in one transaction, committed with an fsync."""
+        """Store ``batch`` in one transaction, committed with an fsync; the retry keys it
+        remembered reach the memory once that commit is durable."""
+        staged = None
         with self._store.transaction() as conn:
             if any(sig.idempotency_key is not None for sig in batch):
-                return commit_signals(
-                    conn, self._statement, batch, self._window_us, self._key_windows_us
+                staged = None if self._retry_keys is None else self._retry_keys.staged()
+                stored = commit_signals(
+                    conn, self._statement, batch, self._window_us, self._key_windows_us, staged
                 )
-            return store_plain(conn, self._statement, batch)
+            else:
+                stored = store_plain(conn, self._statement, batch)
+        if staged is not None:
+            staged.apply()
+        return stored
 
     def _one_by_one(self, batch: Sequence[Signal]) -> list[Stored | str]:
         """A group commit the database refused, stored again one signal a transaction, so that
@@ -346,6 +358,8 @@ class WriterLoop:
             with self._derived.transaction() as conn:
                 now = now_us()
                 forget_keys(conn, now, self._window_us, self._key_windows_us)
+                if self._retry_keys is not None:
+                    self._retry_keys.expire(now)
                 events.forget(conn, now)
         except Exception as exc:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})

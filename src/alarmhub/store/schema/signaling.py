@@ -95,6 +95,9 @@ signal = Table(
     Column("zone", String(3), nullable=False),
     Column("token_name", String(64), nullable=False),
     Column("received_us", BigInteger, nullable=False),
+    # the Idempotency-Key or DC-09 retry key it came with: on SQLite the writer remembers the
+    # DC-09 keys of the last window in memory and reads them back from here (store.retry_keys)
+    Column("idempotency_key", String(255), nullable=True),
     sqlite_autoincrement=True,
 )
 """Every signal stored; those numbered above the counter ``routed`` (table ``sequence``) wait to
