@@ -12,12 +12,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from sqlalchemy import Connection, case, insert, select, update
+from sqlalchemy import Connection, select
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core.supervision import PairState
 from alarmhub.store import schema as s
+from alarmhub.store.last_seen import write_seen
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 from alarmhub.supervised import BatchedSupervision
@@ -136,20 +137,19 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
 
 
 def _persist(conn: Connection, rows: list[tuple[str, str, int, bool]]) -> None:
-    t = s.heartbeat
     now = now_us()
-    for source, destination, last_seen, failed in rows:
-        values: dict[str, Any] = {"failed_us": now if failed else None}
-        where = (t.c.source == source) & (t.c.destination == destination)
-        if failed:
-            # keep the first failure time when the pair is still down
-            current = conn.execute(select(t.c.failed_us).where(where)).scalar()
-            values["failed_us"] = current or now
-        # another node may have written a newer heartbeat of the pair
-        newest = case((t.c.last_seen_us > last_seen, t.c.last_seen_us), else_=last_seen)
-        if not conn.execute(update(t).where(where).values(last_seen_us=newest, **values)).rowcount:
-            conn.execute(
-                insert(t).values(
-                    source=source, destination=destination, last_seen_us=last_seen, **values
-                )
-            )
+    write_seen(
+        conn,
+        s.heartbeat,
+        ("source", "destination"),
+        "last_seen_us",
+        [
+            {
+                "source": source,
+                "destination": destination,
+                "last_seen_us": last_seen,
+                "failed_us": now if failed else None,
+            }
+            for source, destination, last_seen, failed in rows
+        ],
+    )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, case, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
@@ -22,6 +22,7 @@ from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.signal import valid_dnis
 from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
+from alarmhub.store.last_seen import write_seen
 from alarmhub.store.provisioning import bump_revision
 
 ACCOUNT = schema.account.c
@@ -231,26 +232,26 @@ class Reported:
 
 def persist(conn: Connection, rows: Sequence[Reported]) -> None:
     """Write the accounts' last messages and failures (keeping the first failure time while an
-    account stays down)."""
-    t = schema.dc09_account
+    account stays down), in bulk."""
     now = now_us()
-    for row in rows:
-        values: dict[str, Any] = {"receiver": row.receiver, "line": row.line, "failed_us": None}
-        if row.failed:
-            current = conn.execute(select(t.c.failed_us).where(t.c.account == row.account)).scalar()
-            values["failed_us"] = current or now
-        # another node may have written a newer message of the account
-        last = row.last_message_us
-        newest = case((t.c.last_message_us > last, t.c.last_message_us), else_=last)
-        where = t.c.account == row.account
-        if not conn.execute(
-            update(t).where(where).values(last_message_us=newest, **values)
-        ).rowcount:
-            conn.execute(
-                insert(t).values(
-                    account=row.account, created_us=now, last_message_us=last, **values
-                )
-            )
+    write_seen(
+        conn,
+        schema.dc09_account,
+        ("account",),
+        "last_message_us",
+        [
+            {
+                "account": row.account,
+                "last_message_us": row.last_message_us,
+                "receiver": row.receiver,
+                "line": row.line,
+                "failed_us": now if row.failed else None,
+                "created_us": now,
+            }
+            for row in rows
+        ],
+        insert_only=("created_us",),
+    )
 
 
 def reported(conn: Connection) -> list[Reported]:
