@@ -738,3 +738,26 @@ def test_what_routing_remembers_of_accounts_follows_their_changes(engine: Engine
     route(engine, proc, t0 + 5 * SECOND)
     assert of_incident(engine, late)[0]["pr_checksum"] == "PENDING"
     assert "BACK DOOR" in str(of_incident(engine, burglary)[0]["hist_text"])
+
+
+def test_a_lines_unknown_account_alarm_is_joined_across_batches_until_it_is_closed(
+    engine: Engine, t0: int
+) -> None:
+    from alarmhub.core.dc09 import DESTINATION
+
+    def stranger(at_us: int) -> Signal:
+        fields = SignalFields(DNIS, "99", "E130", "01", "001")  # panel 99: no account
+        return Signal("R1L1", DESTINATION, fields, "main", at_us)
+
+    proc = processor(engine)
+    [first] = store(engine, stranger(t0))
+    route(engine, proc, t0)
+    [second] = store(engine, stranger(t0 + 1))  # another batch: the one alarm, from memory
+    route(engine, proc, t0 + 1)
+    assert [a["alarm_id"] for a in pending(engine)] == [first]
+    assert of_incident(engine, second)[0]["alarm_id"] == first
+    with write_transaction(engine) as conn:  # an operator closed it
+        conn.execute(update(s.alarm).where(s.alarm.c.alarm_id == first).values(state="resolved"))
+    [third] = store(engine, stranger(t0 + 2))
+    route(engine, proc, t0 + 2)
+    assert [a["alarm_id"] for a in pending(engine)] == [third]

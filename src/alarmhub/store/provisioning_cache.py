@@ -24,7 +24,8 @@ class AccountMemory:
     """What routing learnt of accounts in earlier batches, so that a batch looks up only the
     accounts it has not met: which exist (until the provisioning revision changes), their zone
     descriptions and user names (until the response data's revision changes), and
-    each account's open FAIL TO TEST alarm, which only routing and supervision change. Where
+    each account's open FAIL TO TEST alarm, which only routing and supervision change; and each
+    line's UNKNOWN ACCOUNT alarm, checked by its key to be still open before it is joined. Where
     another process may change that alarm (the nodes of a shared database), the router forgets
     it before every batch (:meth:`forget_test_alarms`).
 
@@ -38,6 +39,8 @@ class AccountMemory:
         self.test_alarms: dict[str, int | None] = {}  # a known account's FAIL TO TEST alarm
         self.descriptions: Descriptions = {}
         self.described: set[str] = set()  # the accounts whose descriptions are here
+        # each line's UNKNOWN ACCOUNT alarm met last, checked to be open before it is joined
+        self.unknown_alarms: dict[tuple[str, str], int] = {}
 
     def forget_accounts(self) -> None:
         self.known, self.unknown, self.test_alarms = set(), set(), {}
@@ -54,6 +57,8 @@ class AccountMemory:
             self.forget_accounts()
         if len(self.described) > self.MAX_ENTRIES:
             self.forget_descriptions()
+        if len(self.unknown_alarms) > self.MAX_ENTRIES:
+            self.unknown_alarms = {}
 
 
 @dataclass

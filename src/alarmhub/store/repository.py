@@ -254,6 +254,16 @@ class SqlRepository:
         known = self._unknown_alarms.get(key)
         if known is not None:
             return known
+        # the line's alarm met in an earlier batch, if an operator has not closed it meanwhile
+        remembered = self._memory.unknown_alarms.get(key)
+        if remembered is not None:
+            state = self._conn.execute(
+                select(ALARM.state).where(ALARM.alarm_id == remembered)
+            ).scalar()
+            if state in OPEN_STATES:
+                self._unknown_alarms[key] = remembered
+                return remembered
+            del self._memory.unknown_alarms[key]
         found = self._conn.execute(
             select(ALARM.alarm_id)
             .where(
@@ -267,7 +277,7 @@ class SqlRepository:
         ).scalar()
         if found is None:
             return None
-        self._unknown_alarms[key] = int(found)
+        self._unknown_alarms[key] = self._memory.unknown_alarms[key] = int(found)
         return int(found)
 
     def join_alarm(self, alarm_id: int, priority: str) -> None:
@@ -296,7 +306,8 @@ class SqlRepository:
         self._raised_event[alarm.incident_number] = len(self._events)
         self._events.append(_raised(row))
         if alarm.path is RoutePath.UNKNOWN:
-            self._unknown_alarms[(alarm.source, alarm.destination)] = alarm.incident_number
+            line = (alarm.source, alarm.destination)
+            self._unknown_alarms[line] = self._memory.unknown_alarms[line] = alarm.incident_number
 
     def add_history(self, event: HistoryEvent) -> None:
         self._history.append(_history_row(event))

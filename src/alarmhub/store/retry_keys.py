@@ -13,9 +13,9 @@ commit. Changes made by a commit's transaction reach the memory only once that c
 (:class:`Staged`): a commit that failed leaves nothing behind.
 
 On a database shared by several nodes every writer must see every key, so they stay in the
-table there (``store.commit``). Memory: about 460 bytes a key (measured), so a storm of 3,000 DC-09
-events a second for the whole default window of 300 s holds about 900,000 keys (some 420 MB) until they
-expire; a station's ordinary traffic, a few hundred.
+table there (``store.commit``). Memory: about 460 bytes a key (measured), so a storm of 3,000
+DC-09 events a second for the whole default window of 300 s holds about 900,000 keys (some
+420 MB) until they expire; a station's ordinary traffic, a few hundred.
 """
 
 from __future__ import annotations
