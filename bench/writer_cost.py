@@ -54,13 +54,14 @@ def _read_message(sock: socket.socket, buffer: bytearray) -> Any:
         buffer += data
 
 
-def rows_of(signals: list[mix.Signal], start_us: int, keyed: bool) -> list[list[Any]]:
+def rows_of(signals: list[mix.Signal], start_us: int, keyed: bool, round_: int) -> list[list[Any]]:
     """The signals in the writer's wire form (``commit.to_wire``); ``keyed``: each with a DC-09
-    retry key, as the DC-09 receiver gives them."""
+    retry key, as the DC-09 receiver gives them, new in each round (a key of an earlier round
+    would be a retransmission, answered and not stored)."""
     token = "dc09" if keyed else "bench"
     rows = []
     for i, s in enumerate(signals):
-        key = f"{s.panel}:{i}" if keyed else None
+        key = f"{s.panel}:{round_}:{i}" if keyed else None
         rows.append(["bench", "bench", mix.DNIS, s.panel, s.code, s.area, s.zone, token,
                      start_us + i, key])  # fmt: skip
     return rows
@@ -151,7 +152,7 @@ def main() -> None:
     for round_ in range(args.rounds):
         for checkout in args.checkouts:
             start = base + round_ * args.signals * 10
-            rows = rows_of(signals, start, args.dc09)
+            rows = rows_of(signals, start, args.dc09, round_)
             r = run_once(checkout, dirs[checkout], rows, args.frame, args.window)
             results[checkout].append(r)
             print(f"round {round_ + 1} {checkout}: {r['cpu_us']:.1f} µs CPU a signal, "
