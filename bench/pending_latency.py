@@ -370,6 +370,20 @@ def node_cpu_seconds(pid: int) -> float:
     return sum(cpu_seconds(p) for p in pids)
 
 
+def writer_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time so far of a node's writer process (0 for a node without one):
+    the rest of :func:`node_cpu_seconds` is the receiving side (the node, its workers)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"alarmhub.store.writer_process" in command:
+                return cpu_seconds(int(child))
+    return 0.0
+
+
 def machine_busy_seconds() -> tuple[float, float]:
     """CPU seconds the machine spent so far in processes (user, nice, system) and in interrupts
     (irq, softirq: loopback TCP shows up here), from /proc/stat."""
