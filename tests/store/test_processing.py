@@ -761,3 +761,26 @@ def test_a_lines_unknown_account_alarm_is_joined_across_batches_until_it_is_clos
     [third] = store(engine, stranger(t0 + 2))
     route(engine, proc, t0 + 2)
     assert [a["alarm_id"] for a in pending(engine)] == [third]
+
+
+def test_signals_joining_an_open_alarm_give_it_their_most_urgent_priority(
+    engine: Engine, t0: int
+) -> None:
+    from alarmhub.core.dc09 import DESTINATION
+
+    def stranger(code: str, at_us: int) -> Signal:
+        return Signal("R1L2", DESTINATION, SignalFields(DNIS, "98", code, "01", "001"), "m", at_us)
+
+    proc = processor(engine)
+    [first] = store(engine, stranger("E602", t0))  # a test report from a panel no one knows
+    route(engine, proc, t0)
+    before = str(alarm(engine, first)["priority"])
+    # one batch: a less urgent signal, a fire, and another less urgent one join the alarm
+    joined = store(
+        engine, stranger("E602", t0 + 1), stranger("E110", t0 + 2), stranger("E602", t0 + 3)
+    )
+    route(engine, proc, t0 + 3)
+    fire = str(of_incident(engine, joined[1])[0]["priority"])
+    assert fire < before, "the fire is more urgent than the unknown test report"
+    assert [of_incident(engine, n)[0]["alarm_id"] for n in joined] == [first] * 3
+    assert alarm(engine, first)["priority"] == fire

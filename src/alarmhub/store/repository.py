@@ -126,6 +126,12 @@ _RESTORE_ONE = _RESTORE.returning(
     ALARM.state,
 )  # fmt: skip
 """The same for an alarm not looked up before (a system alarm's restoral): its row."""
+_JOIN = (
+    update(schema.alarm)
+    .where(ALARM.alarm_id == bindparam("joined"), ALARM.priority > bindparam("urgency"))
+    .values(priority=bindparam("urgency"))
+)
+"""Signals joined an open alarm: it takes the most urgent of their priorities, if more urgent."""
 OpenKey = tuple[str, str, str, str]  # account, event code, area, zone
 
 
@@ -155,6 +161,7 @@ class SqlRepository:
         self._open_rows: dict[int, dict[str, Any]] = {}  # those looked up, by alarm id
         self._open_checked: set[OpenKey] = set()
         self._restores: list[dict[str, Any]] = []  # restore times to write at flush
+        self._joins: dict[int, str] = {}  # alarms joined, the most urgent priority, for flush
         self._unknown_alarms: dict[tuple[str, str], int] = {}
         self._history: list[tuple[Any, ...]] = []
         self._events: list[tuple[Any, ...]] = []  # in the order of what happened
@@ -287,11 +294,9 @@ class SqlRepository:
                 buffered["priority"] = priority
                 self._events[self._raised_event[alarm_id]] = _raised(buffered)
             return
-        self._conn.execute(
-            update(schema.alarm)
-            .where(ALARM.alarm_id == alarm_id, ALARM.priority > priority)
-            .values(priority=priority)
-        )
+        joined = self._joins.get(alarm_id)
+        if joined is None or priority < joined:
+            self._joins[alarm_id] = priority  # written at flush, once for the alarm
         self._queue_changed = True  # the alarm screen shows one signal more
 
     def new_incident_number(self) -> int:
@@ -384,6 +389,10 @@ class SqlRepository:
         if self._restores:
             self._conn.execute(_RESTORE, self._restores)
             self._restores = []
+        if self._joins:
+            joins = [{"joined": a, "urgency": p} for a, p in sorted(self._joins.items())]
+            self._conn.execute(_JOIN, joins)
+            self._joins = {}
         if self._alarms:
             alarms = self._alarms.values()
             self._inserts.alarm.execute(self._conn, [_alarm_values(r) for r in alarms])
