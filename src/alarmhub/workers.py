@@ -47,6 +47,7 @@ log = logging.getLogger("alarmhub.workers")
 WRITER_SOCKET = "writer.sock"
 LEAD_LOCK = "supervision.lock"
 METRICS_DIR = "metrics"
+RUN_DIR_PREFIX = "alarmhub-node-"  # then the node's process number
 START_SECONDS = 60.0
 STOP_SECONDS = 90.0
 """A stopping worker may take its HTTP grace (30 s) and its DC-09 frames' (30 s) in turn."""
@@ -186,6 +187,33 @@ class _Worker:
             self._sock = None
 
 
+def remove_abandoned_run_dirs(parent: Path) -> int:
+    """Remove the run directories in ``parent`` that nodes killed outright (SIGKILL, a power
+    cut of a container) left behind: those of this user whose node's process is gone. How many.
+    A directory whose process number was taken by another process since is left alone."""
+    removed = 0
+    for path in parent.glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = path.name[len(RUN_DIR_PREFIX) :].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or path.stat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 class Node:
     """The parent of a node of several workers: its children, started, kept and stopped."""
 
@@ -193,7 +221,8 @@ class Node:
         self.settings = settings
         self.bound = bound
         # the node's own: the writer's socket and the workers' metric files (mkdtemp: 0700)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="alarmhub-node-"))
+        remove_abandoned_run_dirs(Path(tempfile.gettempdir()))
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
         self.address = str(self.run_dir / WRITER_SOCKET)
         self.metrics_dir = self.run_dir / METRICS_DIR
         self.writer = _Writer(settings, self.address)

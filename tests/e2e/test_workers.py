@@ -199,13 +199,21 @@ def test_worker_killed_under_load_is_started_again(node: tuple[Server, str]) -> 
 
 
 def test_parent_killed_leaves_no_process(node: tuple[Server, str]) -> None:
+    """Nor, once the next node has started, its run directory."""
     server, token = node
     writer = wait_for_writer(server)
     workers = [pid for pids in server.worker_pids().values() for pid in pids]
+    [run_dir] = re.findall(r'event="node started" workers=\d+ run_dir=(\S+)', server.log())
     assert post_signals(server, token, ["K00001"]) == [200]
     assert server.process is not None
     server.process.kill()
     server.process.wait(timeout=30)
     for pid in [*workers, writer]:
         wait_gone(pid)
+    assert Path(run_dir).is_dir()  # nobody was left to remove it
+    again = Server(server.data_dir, extra_args=WORKERS).start()
+    try:
+        assert not Path(run_dir).exists()
+    finally:
+        again.stop()
     assert writer_pids(server) == [writer]

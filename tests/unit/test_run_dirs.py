@@ -1,0 +1,32 @@
+"""A node's run directory (the writer's socket, the workers' metric files) left behind by a node
+killed outright is removed when the next node starts; a live node's, another process's or a
+directory of another shape are left alone (``alarmhub.workers.remove_abandoned_run_dirs``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from alarmhub.workers import RUN_DIR_PREFIX, remove_abandoned_run_dirs
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_only_the_run_dirs_of_dead_nodes_are_removed(tmp_path: Path) -> None:
+    dead = tmp_path / f"{RUN_DIR_PREFIX}{_dead_pid()}-abc123"
+    live = tmp_path / f"{RUN_DIR_PREFIX}{os.getpid()}-def456"
+    unnamed = tmp_path / f"{RUN_DIR_PREFIX}xyz789"  # no process number in its name
+    other = tmp_path / "something-else"
+    for path in (dead, live, unnamed, other):
+        (path / "metrics").mkdir(parents=True)
+    (dead / "writer.sock").write_text("")
+
+    assert remove_abandoned_run_dirs(tmp_path) == 1
+    assert not dead.exists()
+    assert live.exists() and unnamed.exists() and other.exists()
