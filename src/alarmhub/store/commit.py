@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
@@ -17,7 +17,9 @@ from alarmhub.core import idempotency
 from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema
-from alarmhub.store.retry_keys import Staged
+
+if TYPE_CHECKING:
+    from alarmhub.store.retry_keys import Staged
 
 T = TypeVar("T")
 IDEMPOTENCY = schema.idempotency.c

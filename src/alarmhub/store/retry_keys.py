@@ -28,25 +28,14 @@ from sqlalchemy import Connection, select
 from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema
+from alarmhub.store.commit import SIGNAL_COLUMNS
 
 SIGNAL = schema.signal.c
 RECALL_CHUNK = 5_000
 CLOCK_SLACK_US = 60_000_000  # numbered in commit order, their clocks may differ a little
 
 _RECALL = (
-    select(
-        SIGNAL.incident_number,
-        SIGNAL.source,
-        SIGNAL.destination,
-        SIGNAL.dnis,
-        SIGNAL.panel,
-        SIGNAL.code,
-        SIGNAL.area,
-        SIGNAL.zone,
-        SIGNAL.token_name,
-        SIGNAL.received_us,
-        SIGNAL.idempotency_key,
-    )
+    select(*(SIGNAL[name] for name in SIGNAL_COLUMNS))
     .order_by(SIGNAL.incident_number.desc())
     .limit(RECALL_CHUNK)
 )
