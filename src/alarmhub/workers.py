@@ -189,8 +189,10 @@ class _Worker:
 
 def remove_abandoned_run_dirs(parent: Path) -> int:
     """Remove the run directories in ``parent`` that nodes killed outright (SIGKILL, a power
-    cut of a container) left behind: those of this user whose node's process is gone. How many.
-    A directory whose process number was taken by another process since is left alone."""
+    cut of a container) left behind: those of this user whose node's process is gone and whose
+    writer's socket no one listens on (a node of another process namespace sharing the
+    directory has a process number this one cannot see). How many. A directory whose process
+    number was taken by another process since is left alone."""
     removed = 0
     for path in parent.glob(f"{RUN_DIR_PREFIX}*-*"):
         pid = path.name[len(RUN_DIR_PREFIX) :].split("-", 1)[0]
@@ -199,9 +201,20 @@ def remove_abandoned_run_dirs(parent: Path) -> int:
                 continue
         except OSError:
             continue
+        if _listened_on(path / WRITER_SOCKET):
+            continue
         shutil.rmtree(path, ignore_errors=True)
         removed += 1
     return removed
+
+
+def _listened_on(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def _alive(pid: int) -> bool:

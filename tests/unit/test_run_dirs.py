@@ -1,15 +1,17 @@
 """A node's run directory (the writer's socket, the workers' metric files) left behind by a node
 killed outright is removed when the next node starts; a live node's, another process's or a
-directory of another shape are left alone (``alarmhub.workers.remove_abandoned_run_dirs``)."""
+directory of another shape are left alone, and so is one whose writer's socket is listened on
+(``alarmhub.workers.remove_abandoned_run_dirs``)."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from alarmhub.workers import RUN_DIR_PREFIX, remove_abandoned_run_dirs
+from alarmhub.workers import RUN_DIR_PREFIX, WRITER_SOCKET, remove_abandoned_run_dirs
 
 
 def _dead_pid() -> int:
@@ -30,3 +32,15 @@ def test_only_the_run_dirs_of_dead_nodes_are_removed(tmp_path: Path) -> None:
     assert remove_abandoned_run_dirs(tmp_path) == 1
     assert not dead.exists()
     assert live.exists() and unnamed.exists() and other.exists()
+
+
+def test_a_run_dir_whose_writer_socket_is_listened_on_is_left(tmp_path: Path) -> None:
+    """A node of another process namespace: its process number means nothing here."""
+    elsewhere = tmp_path / f"{RUN_DIR_PREFIX}{_dead_pid()}-ghi012"
+    elsewhere.mkdir()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as writer:
+        writer.bind(str(elsewhere / WRITER_SOCKET))
+        writer.listen(1)
+        assert remove_abandoned_run_dirs(tmp_path) == 0
+    assert elsewhere.exists()
+    assert remove_abandoned_run_dirs(tmp_path) == 1  # no one listens any more
