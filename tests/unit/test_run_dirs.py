@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from alarmhub.workers import RUN_DIR_PREFIX, WRITER_SOCKET, remove_abandoned_run_dirs
@@ -34,13 +35,15 @@ def test_only_the_run_dirs_of_dead_nodes_are_removed(tmp_path: Path) -> None:
     assert live.exists() and unnamed.exists() and other.exists()
 
 
-def test_a_run_dir_whose_writer_socket_is_listened_on_is_left(tmp_path: Path) -> None:
+def test_a_run_dir_whose_writer_socket_is_listened_on_is_left() -> None:
     """A node of another process namespace: its process number means nothing here."""
-    elsewhere = tmp_path / f"{RUN_DIR_PREFIX}{_dead_pid()}-ghi012"
-    elsewhere.mkdir()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as writer:
-        writer.bind(str(elsewhere / WRITER_SOCKET))
-        writer.listen(1)
-        assert remove_abandoned_run_dirs(tmp_path) == 0
-    assert elsewhere.exists()
-    assert remove_abandoned_run_dirs(tmp_path) == 1  # no one listens any more
+    # a short parent, as the system's temporary directory is: a socket's path has a limit
+    with tempfile.TemporaryDirectory(prefix="rd") as parent:
+        elsewhere = Path(parent) / f"{RUN_DIR_PREFIX}{_dead_pid()}-ghi012"
+        elsewhere.mkdir()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as writer:
+            writer.bind(str(elsewhere / WRITER_SOCKET))
+            writer.listen(1)
+            assert remove_abandoned_run_dirs(Path(parent)) == 0
+        assert elsewhere.exists()
+        assert remove_abandoned_run_dirs(Path(parent)) == 1  # no one listens any more
