@@ -137,10 +137,11 @@ def _polled(sock: socket.socket, timeout: float = 5) -> str | None:
 
 
 def test_connections_per_address_are_capped(tmp_path: Path) -> None:
+    """The cap is counted by each worker process (docs/deployment.md), so one worker here."""
     port = free_port()
     server = Server(
         tmp_path,
-        extra_args=("--dc09-listen", f"127.0.0.1:{port}"),
+        extra_args=("--dc09-listen", f"127.0.0.1:{port}", "--workers", "1"),
         env={"ALARMHUB_DC09_MAX_CONNECTIONS_PER_ADDRESS": "5"},
     ).start()
     try:
