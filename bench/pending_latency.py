@@ -373,15 +373,8 @@ def node_cpu_seconds(pid: int) -> float:
 def writer_cpu_seconds(pid: int) -> float:
     """User plus system CPU time so far of a node's writer process (0 for a node without one):
     the rest of :func:`node_cpu_seconds` is the receiving side (the node, its workers)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                command = Path(f"/proc/{child}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"alarmhub.store.writer_process" in command:
-                return cpu_seconds(int(child))
-    return 0.0
+    writer = writer_pid(pid)
+    return 0.0 if writer is None else cpu_seconds(writer)
 
 
 def machine_busy_seconds() -> tuple[float, float]:

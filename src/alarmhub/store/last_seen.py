@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, case, func, null
-from sqlalchemy.dialects import postgresql, sqlite
 
-from alarmhub.store.alarm_response import chunks
+from alarmhub.store.response import upsert
 
 
 def write_seen(
@@ -31,15 +30,15 @@ def write_seen(
     time while the entry stays down and is cleared when it is not (None in the row)."""
     if not rows:
         return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table)
-    new, old = statement.excluded, table.c
+    old = table.c
     fixed = {*key, seen, "failed_us", *insert_only}
-    changes: dict[str, Any] = {name: new[name] for name in rows[0] if name not in fixed}
-    changes[seen] = case((old[seen] > new[seen], old[seen]), else_=new[seen])
-    changes["failed_us"] = case(
-        (new.failed_us.is_(None), null()), else_=func.coalesce(old.failed_us, new.failed_us)
-    )
-    statement = statement.on_conflict_do_update(index_elements=list(key), set_=changes)
-    for chunk in chunks(rows):
-        conn.execute(statement, list(chunk))
+
+    def changes(new: Any) -> dict[str, Any]:
+        changed: dict[str, Any] = {name: new[name] for name in rows[0] if name not in fixed}
+        changed[seen] = case((old[seen] > new[seen], old[seen]), else_=new[seen])
+        changed["failed_us"] = case(
+            (new.failed_us.is_(None), null()), else_=func.coalesce(old.failed_us, new.failed_us)
+        )
+        return changed
+
+    upsert(conn, table, rows, key, changes)

@@ -8,7 +8,7 @@ Passcodes arrive here already hashed (Argon2): the store never sees one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, delete, select, update
@@ -38,14 +38,25 @@ CONTACT_KEY = ["account_number", "name"]
 ENTRY_KEY = ["account_number", "list_name", "contact_id"]
 
 
-def upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+def upsert(
+    conn: Connection,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    keys: Sequence[str],
+    changes: Callable[[Any], Mapping[str, Any]] | None = None,
+) -> None:
     """INSERT ... ON CONFLICT (keys) DO UPDATE: one statement for many rows, on both dialects:
-    a row whose key exists is changed, the others are added."""
+    a row whose key exists is changed, the others are added. ``changes``, given the proposed
+    row (``excluded``), says what an existing row's columns become (default: every column of
+    the new row but the keys)."""
     if not rows:
         return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     statement = dialect.insert(table)
-    changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
+    if changes is None:
+        changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
+    else:
+        changed = dict(changes(statement.excluded))
     if changed:
         statement = statement.on_conflict_do_update(index_elements=keys, set_=changed)
     else:

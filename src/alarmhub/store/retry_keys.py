@@ -62,9 +62,12 @@ class RetryKeys:
         """A transaction's view: what it remembers and forgets, kept until :meth:`Staged.apply`."""
         return Staged(self)
 
-    def _remember(self, key: Key, known: Remembered) -> None:
+    def remember(self, key: Key, known: Remembered) -> None:
         self._known[key] = known
         self._order.append((known.created_us, key))
+
+    def forget(self, key: Key) -> None:
+        self._known.pop(key, None)  # its place in the order is passed over when it expires
 
     def expire(self, now_us: int) -> int:
         """Forget the keys whose window has passed; how many."""
@@ -102,7 +105,7 @@ class RetryKeys:
                 break
             below = rows[-1].incident_number
         for key, known in sorted(found.items(), key=lambda item: item[1].created_us):
-            self._remember(key, known)
+            self.remember(key, known)
         return len(found)
 
 
@@ -133,6 +136,6 @@ class Staged:
 
     def apply(self) -> None:
         for key in self._forget:
-            self._keys._known.pop(key, None)
+            self._keys.forget(key)
         for key, known in self._remember.items():
-            self._keys._remember(key, known)
+            self._keys.remember(key, known)
