@@ -13,11 +13,12 @@ import pytest
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.settings import load
-from alarmhub.store.commit import Stored
+from alarmhub.store import framing
+from alarmhub.store.commit import Stored, to_wire
 from alarmhub.store.engine import open_engine
-from alarmhub.store.writer import SignalWriter, WriterHandle
-from alarmhub.store.writer_process import WriterThread
-from tests.support.database import database_url, db_rows
+from alarmhub.store.writer import SignalWriter, WriterHandle, writer_config
+from alarmhub.store.writer_process import ROUTE_SLICE, WriterLoop, WriterThread
+from tests.support.database import database_url, db_rows, sqlite_only
 
 
 def _signal(zone: str) -> Signal:
@@ -82,3 +83,51 @@ def test_a_writer_thread_that_cannot_open_its_database_fails_the_start(tmp_path:
     with pytest.raises(StoreUnavailable, match="did not start"):
         asyncio.run(scenario())
     assert [w.wait() for w in started.writers] == [1]
+
+
+@sqlite_only("on PostgreSQL every node routes from the database, not from the writer's memory")
+def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after(
+    tmp_path: Path,
+) -> None:
+    """A commit never waits for a whole routing: when signals arrive while committed ones are
+    routed, routing stops after the slice in progress; the rest are routed later, each once and
+    in incident-number order."""
+    database_url(tmp_path)
+    ours, theirs = socket.socketpair()
+    buffer = bytearray()
+    loop = WriterLoop(ours, writer_config(load(tmp_path), leader=True), buffer)
+    try:
+        loop.recall()
+        loop._route()  # the catch-up of a start: nothing is unrouted
+        count = 3 * ROUTE_SLICE
+        theirs.sendall(framing.encode([to_wire(_signal(f"{i:03}")) for i in range(count)]))
+        loop._receive(1.0)
+        loop._commit()
+        assert len(loop._unrouted) == count
+        theirs.sendall(framing.encode([to_wire(_signal("999"))]))  # arrives while routing
+        loop._route_committed()
+        assert _routed_up_to(tmp_path) == loop._unrouted[0].incident_number - 1
+        assert len(loop._unrouted) == count - ROUTE_SLICE
+        assert loop._may_route_committed(), "the rest is overdue: routed after the next commit"
+        loop._commit()
+        loop._route_committed()
+        assert not loop._unrouted
+    finally:
+        ours.close()
+        theirs.close()
+    signals = [
+        r["incident_number"] for r in db_rows(tmp_path, "SELECT incident_number FROM signal")
+    ]
+    rows = db_rows(
+        tmp_path,
+        "SELECT h.incident_number FROM history h JOIN signal s"
+        " ON s.incident_number = h.incident_number ORDER BY h.event_id",
+    )
+    assert [r["incident_number"] for r in rows] == sorted(signals)  # each once, in order
+    assert len(signals) == count + 1
+    assert _routed_up_to(tmp_path) == max(signals)
+
+
+def _routed_up_to(data_dir: Path) -> int:
+    [row] = db_rows(data_dir, "SELECT value FROM sequence WHERE name = 'routed'")
+    return int(row["value"])

@@ -54,6 +54,7 @@ ROUTE_ON_EXIT_BATCHES = 20
 ROUTE_MAX_DELAY = 0.02
 ROUTE_MIN_DELAY = 0.005
 ROUTE_MIN_INTERVAL = 0.005
+ROUTE_SLICE = 32
 GATHER_ROWS = 64
 GATHER_SECONDS = 0.001
 GATHER_AFTER_SECONDS = 0.005
@@ -190,8 +191,12 @@ class WriterLoop:
         stream of signals."""
         if waited >= ROUTE_MAX_DELAY:
             return True
+        return not self._signals_wait() and waited >= at_least
+
+    def _signals_wait(self) -> bool:
+        """Whether signals wait to be committed, having read what has arrived."""
         self._receive(0.0)
-        return not self._waiting and waited >= at_least
+        return bool(self._waiting)
 
     def _receive(self, timeout: float | None = None) -> None:
         if not self._open:
@@ -308,12 +313,22 @@ class WriterLoop:
 
     def _route_committed(self) -> None:
         """Route the signals committed and answered since the last routing, from memory (held
-        in the order they were committed: incident-number order)."""
-        signals, self._unrouted = self._unrouted, []
+        in the order they were committed: incident-number order), ROUTE_SLICE at a time in one
+        transaction. When signals arrive to be committed meanwhile, the transaction ends after
+        the slice in progress and the rest waits, overdue, until they are committed: a commit
+        never waits for more than a slice's routing (a routing of hundreds of signals held
+        every answer for tens of milliseconds)."""
         try:
             with self._derived.transaction() as conn:
-                self._routing.route_signals(conn, signals, now_us())
+                while self._unrouted:
+                    signals = self._unrouted[:ROUTE_SLICE]
+                    self._routing.route_signals(conn, signals, now_us())
+                    del self._unrouted[:ROUTE_SLICE]
+                    if self._unrouted and self._signals_wait():
+                        self._unrouted_since = time.monotonic() - ROUTE_MAX_DELAY
+                        break
         except Exception as exc:
+            self._unrouted = []  # routed from the database, in order, by the catch-up
             # the runaway windows counted signals whose routing was rolled back
             self._routing_failed = self._backlog = self._route_due = True
             log.error("routing failed; will retry", extra={"error": repr(exc)})
