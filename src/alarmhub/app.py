@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Literal, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
@@ -142,7 +142,9 @@ class Runtime:
         if self.webhooks is not None:
             await self.webhooks.start()
         if self.engine.dialect.name == "sqlite" and self.worker is None:
-            self._tasks.append(asyncio.create_task(checkpoints(self.engine), name="checkpoint"))
+            self._tasks.append(
+                asyncio.create_task(checkpoints(self.engine, self.writer), name="checkpoint")
+            )
         log.info("node started", extra=self.settings.masked())
         if self.dc09 is not None:
             await self.dc09.start()
@@ -183,12 +185,20 @@ class Runtime:
         return True
 
 
-async def checkpoints(engine: Engine) -> None:
-    """Copy the SQLite log into the database file every CHECKPOINT_SECONDS (see sqlite.py)."""
+class Checkpointing(Protocol):
+    """The node's writer, as the checkpoints use it."""
+
+    async def complete_checkpoint(self) -> None: ...
+
+
+async def checkpoints(engine: Engine, writer: Checkpointing) -> None:
+    """Copy the SQLite log into the database file every CHECKPOINT_SECONDS; once the log is
+    large, the writer process completes the checkpoint (see sqlite.py)."""
     while True:
         await asyncio.sleep(CHECKPOINT_SECONDS)
         try:
-            await asyncio.to_thread(sqlite.checkpoint, engine)
+            if await asyncio.to_thread(sqlite.checkpoint, engine) >= sqlite.RESTART_FRAMES:
+                await writer.complete_checkpoint()
         except Exception as exc:
             log.warning("checkpoint failed", extra={"error": repr(exc)})
 

@@ -131,6 +131,12 @@ class _Writer:
             raise RuntimeError("the writer process did not start")
         log.info("writer process started", extra={"pid": self.process.pid})
 
+    async def complete_checkpoint(self) -> None:
+        """Ask it to complete the node's checkpoint of the SQLite log (``sqlite.checkpoint``)."""
+        if self._sock is not None:
+            message = framing.encode({framing.CHECKPOINT: True})
+            await asyncio.get_running_loop().sock_sendall(self._sock, message)
+
     async def stop(self) -> None:
         """Close its channel: it commits what it has, routes, and exits."""
         if self._sock is not None:
@@ -278,7 +284,8 @@ class Node:
             await self.writer.start()
             await webhooks.start()
             if engine.dialect.name == "sqlite":
-                tasks.append(asyncio.create_task(app.checkpoints(engine), name="checkpoint"))
+                checkpoints = app.checkpoints(engine, self.writer)
+                tasks.append(asyncio.create_task(checkpoints, name="checkpoint"))
             await asyncio.gather(*(worker.start() for worker in self.workers))
             log.info("node started", extra={"workers": len(self.workers), "run_dir": self.run_dir})
             if on_ready is not None and not stopping.is_set():

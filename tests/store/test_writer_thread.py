@@ -131,3 +131,40 @@ def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after
 def _routed_up_to(data_dir: Path) -> int:
     [row] = db_rows(data_dir, "SELECT value FROM sequence WHERE name = 'routed'")
     return int(row["value"])
+
+
+@sqlite_only("the log is SQLite's")
+def test_the_writer_completes_a_checkpoint_the_node_asks_for_and_the_log_starts_again(
+    tmp_path: Path,
+) -> None:
+    """Under a steady load the node's own checkpoint never completes (commits keep coming), so
+    the log grew without end; the writer completes it between its own transactions when asked,
+    and its next commits write the log from its beginning again (the file stops growing)."""
+    database_url(tmp_path)
+    log_file = tmp_path / "alarmhub.db-wal"
+    ours, theirs = socket.socketpair()
+    loop = WriterLoop(ours, writer_config(load(tmp_path), leader=True), bytearray())
+
+    def store_and_route(zone: str) -> int:
+        batch = [to_wire(_signal(f"{zone}{i:02}"[-3:])) for i in range(64)]
+        theirs.sendall(framing.encode(batch))
+        loop._receive(1.0)
+        loop._commit()
+        loop._route_committed()
+        return log_file.stat().st_size
+
+    try:
+        loop.recall()
+        loop._route()
+        store_and_route("1")
+        grown = store_and_route("2")
+        assert store_and_route("3") > grown, "with no checkpoint the log only grows"
+        theirs.sendall(framing.encode({framing.CHECKPOINT: True}))
+        loop._receive(1.0)
+        assert loop._checkpoint_due and loop._leader, "a checkpoint leaves the lead as it is"
+        size = log_file.stat().st_size
+        loop._checkpoint()
+        assert store_and_route("4") == size, "the log is written from its beginning again"
+    finally:
+        ours.close()
+        theirs.close()

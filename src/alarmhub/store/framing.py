@@ -9,6 +9,10 @@ import orjson
 
 HEADER = struct.Struct("!I")
 MAX_FRAME = 64 * 1024 * 1024
+CHECKPOINT = "checkpoint"
+"""The node asks the writer to complete its checkpoint of the SQLite log: ``{CHECKPOINT: true}``
+(``store.sqlite.checkpoint``); the node's other message, ``{"leader": held}``, says whether it
+leads supervision."""
 
 
 def encode(message: Any) -> bytes:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine, make_url
 from alarmhub import files
 
 BUSY_TIMEOUT_MS = 10_000
+RESTART_FRAMES = 8192  # 32 MiB of 4 KiB pages: about a second of a busy node's commits
 WRITE_OPTION = "alarmhub_write"
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 
@@ -67,11 +68,21 @@ def configure(engine: Engine, synchronous: bool = True) -> None:
         connection.exec_driver_sql(BEGIN_WRITE if write else "BEGIN")
 
 
-def checkpoint(engine: Engine) -> None:
-    """Copy committed WAL pages into the database file without blocking the writer.
+def checkpoint(engine: Engine) -> int:
+    """Copy committed WAL pages into the database file without blocking the writer; the frames
+    the log holds.
 
     Automatic checkpoints are off because they run inside a committing transaction and would
     stall the signal path for tens of milliseconds; the node calls this every second instead.
+    Such a checkpoint never completes while signals keep coming (new frames arrive while it
+    copies), and the log only starts again from its beginning after a complete one: under a
+    steady load it grew for as long as the load lasted (1.6 GB in a 100-second benchmark, for
+    a 100 MB database), every commit extending the file, every read looking its pages up in a
+    larger index, and a restart after a crash reading it all. So once the log holds
+    RESTART_FRAMES frames, the node asks the writer process to checkpoint too, between two of
+    its transactions, where no commit can overtake it: it copies the few frames written since
+    the node's checkpoint, and the next commit starts the log again.
     """
     with engine.connect() as connection:
-        connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+        _, frames, _ = connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+        return int(frames)

@@ -214,6 +214,12 @@ class SignalWriter:
         if self._transport is not None:
             self._transport.write(framing.encode({"leader": held}))
 
+    async def complete_checkpoint(self) -> None:
+        """Ask the writer to complete the node's checkpoint of the SQLite log
+        (``sqlite.checkpoint``), between two of its transactions."""
+        if self._transport is not None:
+            self._transport.write(framing.encode({framing.CHECKPOINT: True}))
+
     async def stop(self) -> None:
         """Refuse new signals, let every submitted one be committed and answered, then stop."""
         self._closing = True

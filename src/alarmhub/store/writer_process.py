@@ -33,7 +33,7 @@ from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import station_zone
-from alarmhub.store import events, framing
+from alarmhub.store import events, framing, sqlite
 from alarmhub.store.commit import (
     SignalInsert,
     Stored,
@@ -123,6 +123,7 @@ class WriterLoop:
         self._next_supervision = time.monotonic()
         self._last_commit = 0.0
         self._leader = bool(config.get("leader", True))  # the parent says when it changes
+        self._checkpoint_due = False  # the node asked for a checkpoint of the SQLite log
         # the parent's channel, and the workers' when the node has several (writer_channels)
         self._channels = channels or Channels(sock, buffer, self._leader)
 
@@ -149,6 +150,8 @@ class WriterLoop:
                 self._last_route = time.monotonic()
             if time.monotonic() >= self._next_supervision:
                 self._supervise()
+            if self._checkpoint_due:
+                self._checkpoint()
         if self._unrouted:
             self._route_committed()
         for _ in range(ROUTE_ON_EXIT_BATCHES if self._backlog else 0):
@@ -213,7 +216,9 @@ class WriterLoop:
                 timeout = min(timeout, max(0.0, self._unrouted_since + ROUTE_MIN_DELAY - now))
         self._open, messages = self._channels.read(timeout)
         for channel, message in messages:
-            if isinstance(message, dict):  # the node took or lost the lead of supervision
+            if isinstance(message, dict) and message.get(framing.CHECKPOINT):
+                self._checkpoint_due = True
+            elif isinstance(message, dict):  # the node took or lost the lead of supervision
                 channel.leader = bool(message.get("leader"))
             else:
                 self._channels.arrived(channel, len(message))
@@ -364,6 +369,15 @@ class WriterLoop:
             self._routing.cache.memory.forget_test_alarms()  # as it was before the failure
             log.error("supervision failed; will retry", extra={"error": repr(exc)})
         self._forget_keys()
+
+    def _checkpoint(self) -> None:
+        """Complete the node's checkpoint of the SQLite log between two of this writer's
+        transactions, so that the next commit starts the log again (``sqlite.checkpoint``)."""
+        self._checkpoint_due = False
+        try:
+            sqlite.checkpoint(self._derived.engine)
+        except Exception as exc:
+            log.warning("checkpoint failed", extra={"error": repr(exc)})
 
     def _forget_keys(self) -> None:
         """Forget the keys whose window has passed (the DC-09 retry window, or
