@@ -129,8 +129,8 @@ def encrypted(text: bytes, rng: random.Random) -> bytes:
 @dataclass
 class Stream:
     """The frames of one (mix, encryption): signals drawn on from round to round, a sequence
-    number per account, so that no frame of a run repeats one before it (alarmhub would take it
-    for a retransmission and store it once)."""
+    number per panel (``sequence``, shared by the streams of a run), so that no frame of a run
+    repeats one before it (alarmhub would take it for a retransmission and store it once)."""
 
     mix: str
     encryption: str
@@ -418,9 +418,13 @@ def main() -> None:
           f"of warm-up, {args.rounds} rounds of {', '.join(f'{m}/{e}' for m, e in configs)}; "
           f"{os.cpu_count()} cores; pysiaalarm {version('pysiaalarm')}; load average "
           f"{load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}", flush=True)  # fmt: skip
+    # one sequence number per panel across the streams: the plain and AES-128 streams share
+    # the unknown accounts' panels, and a frame of one that repeated a panel, sequence number
+    # and event of the other would be a retransmission (ACKed again, stored once)
+    sequence: dict[str, int] = {}
     streams = {
         (m, e): Stream(m, e, args.senders, args.aes_accounts if e == "aes128" else args.accounts,
-                       args.accounts + 1 if e == "aes128" else 1)
+                       args.accounts + 1 if e == "aes128" else 1, sequence=sequence)
         for m, e in configs
     }  # fmt: skip
     expected = dict.fromkeys(configs, 20_000.0)  # frames/s a batch is made for, then measured

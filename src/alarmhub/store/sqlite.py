@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine, make_url
 from alarmhub import files
 
 BUSY_TIMEOUT_MS = 10_000
-RESTART_FRAMES = 8192  # 32 MiB of 4 KiB pages: about a second of a busy node's commits
+RESTART_FRAMES = 65_536  # 256 MiB of 4 KiB pages: a few seconds of a busy node's commits
 WRITE_OPTION = "alarmhub_write"
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 
