@@ -134,8 +134,8 @@ class _Writer:
     async def complete_checkpoint(self) -> None:
         """Ask it to complete the node's checkpoint of the SQLite log (``sqlite.checkpoint``)."""
         if self._sock is not None:
-            message = framing.encode({framing.CHECKPOINT: True})
-            await asyncio.get_running_loop().sock_sendall(self._sock, message)
+            request = framing.CHECKPOINT_REQUEST
+            await asyncio.get_running_loop().sock_sendall(self._sock, request)
 
     async def stop(self) -> None:
         """Close its channel: it commits what it has, routes, and exits."""

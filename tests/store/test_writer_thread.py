@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -92,19 +93,16 @@ def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after
     """A commit never waits for a whole routing: when signals arrive while committed ones are
     routed, routing stops after the slice in progress; the rest are routed later, each once and
     in incident-number order."""
-    database_url(tmp_path)
-    ours, theirs = socket.socketpair()
-    buffer = bytearray()
-    loop = WriterLoop(ours, writer_config(load(tmp_path), leader=True), buffer)
+    ours, theirs, loop = _writer_loop(tmp_path)
     try:
         loop.recall()
         loop._route()  # the catch-up of a start: nothing is unrouted
         count = 3 * ROUTE_SLICE
-        theirs.sendall(framing.encode([to_wire(_signal(f"{i:03}")) for i in range(count)]))
+        theirs.sendall(_frame(f"{i:03}" for i in range(count)))
         loop._receive(1.0)
         loop._commit()
         assert len(loop._unrouted) == count
-        theirs.sendall(framing.encode([to_wire(_signal("999"))]))  # arrives while routing
+        theirs.sendall(_frame(["999"]))  # arrives while routing
         loop._route_committed()
         assert _routed_up_to(tmp_path) == loop._unrouted[0].incident_number - 1
         assert len(loop._unrouted) == count - ROUTE_SLICE
@@ -128,6 +126,18 @@ def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after
     assert _routed_up_to(tmp_path) == max(signals)
 
 
+def _writer_loop(data_dir: Path) -> tuple[socket.socket, socket.socket, WriterLoop]:
+    """A writer loop on a new database, driven step by step over a socket pair (its end, ours)."""
+    database_url(data_dir)
+    ours, theirs = socket.socketpair()
+    return ours, theirs, WriterLoop(ours, writer_config(load(data_dir), leader=True), bytearray())
+
+
+def _frame(zones: Iterable[str]) -> bytes:
+    """A frame of signals from the node, one for each zone."""
+    return framing.encode([to_wire(_signal(zone)) for zone in zones])
+
+
 def _routed_up_to(data_dir: Path) -> int:
     [row] = db_rows(data_dir, "SELECT value FROM sequence WHERE name = 'routed'")
     return int(row["value"])
@@ -140,14 +150,11 @@ def test_the_writer_completes_a_checkpoint_the_node_asks_for_and_the_log_starts_
     """Under a steady load the node's own checkpoint never completes (commits keep coming), so
     the log grew without end; the writer completes it between its own transactions when asked,
     and its next commits write the log from its beginning again (the file stops growing)."""
-    database_url(tmp_path)
+    ours, theirs, loop = _writer_loop(tmp_path)
     log_file = tmp_path / "alarmhub.db-wal"
-    ours, theirs = socket.socketpair()
-    loop = WriterLoop(ours, writer_config(load(tmp_path), leader=True), bytearray())
 
     def store_and_route(zone: str) -> int:
-        batch = [to_wire(_signal(f"{zone}{i:02}"[-3:])) for i in range(64)]
-        theirs.sendall(framing.encode(batch))
+        theirs.sendall(_frame(f"{zone}{i:02}"[-3:] for i in range(64)))
         loop._receive(1.0)
         loop._commit()
         loop._route_committed()
@@ -159,7 +166,7 @@ def test_the_writer_completes_a_checkpoint_the_node_asks_for_and_the_log_starts_
         store_and_route("1")
         grown = store_and_route("2")
         assert store_and_route("3") > grown, "with no checkpoint the log only grows"
-        theirs.sendall(framing.encode({framing.CHECKPOINT: True}))
+        theirs.sendall(framing.CHECKPOINT_REQUEST)
         loop._receive(1.0)
         assert loop._checkpoint_due and loop._leader, "a checkpoint leaves the lead as it is"
         size = log_file.stat().st_size

@@ -11,8 +11,8 @@ HEADER = struct.Struct("!I")
 MAX_FRAME = 64 * 1024 * 1024
 CHECKPOINT = "checkpoint"
 """The node asks the writer to complete its checkpoint of the SQLite log: ``{CHECKPOINT: true}``
-(``store.sqlite.checkpoint``); the node's other message, ``{"leader": held}``, says whether it
-leads supervision."""
+(:data:`CHECKPOINT_REQUEST`, ``store.sqlite.checkpoint``); the node's other message,
+``{"leader": held}``, says whether it leads supervision."""
 
 
 def encode(message: Any) -> bytes:
@@ -35,3 +35,7 @@ def decode_all(buffer: bytearray) -> list[Any]:
         offset += size + length
     del buffer[:offset]
     return messages
+
+
+CHECKPOINT_REQUEST = encode({CHECKPOINT: True})
+"""The frame of the node's checkpoint request, as sent."""

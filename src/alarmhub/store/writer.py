@@ -218,7 +218,7 @@ class SignalWriter:
         """Ask the writer to complete the node's checkpoint of the SQLite log
         (``sqlite.checkpoint``), between two of its transactions."""
         if self._transport is not None:
-            self._transport.write(framing.encode({framing.CHECKPOINT: True}))
+            self._transport.write(framing.CHECKPOINT_REQUEST)
 
     async def stop(self) -> None:
         """Refuse new signals, let every submitted one be committed and answered, then stop."""

@@ -216,13 +216,13 @@ class WriterLoop:
                 timeout = min(timeout, max(0.0, self._unrouted_since + ROUTE_MIN_DELAY - now))
         self._open, messages = self._channels.read(timeout)
         for channel, message in messages:
-            if isinstance(message, dict) and message.get(framing.CHECKPOINT):
-                self._checkpoint_due = True
-            elif isinstance(message, dict):  # the node took or lost the lead of supervision
-                channel.leader = bool(message.get("leader"))
-            else:
+            if not isinstance(message, dict):  # signals
                 self._channels.arrived(channel, len(message))
                 self._waiting.append(message)
+            elif message.get(framing.CHECKPOINT):
+                self._checkpoint_due = True
+            else:  # the node took or lost the lead of supervision
+                channel.leader = bool(message.get("leader"))
         self._leader = self._channels.leader
 
     def _commit(self) -> None:
