@@ -91,17 +91,22 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
     async def stop(self) -> None:
         await self._stop_loops()
 
-    def beat(self, source: str, destination: str) -> None:
+    async def beat(self, source: str, destination: str) -> None:
+        """A beat of the pair: its last-seen time in memory, written with the next flush; a pair
+        this node did not know yet is written before the beat is answered
+        (:meth:`~alarmhub.supervised.BatchedSupervision.write_now`)."""
         key = (source, destination)
         now = now_us()
         state = self.pairs.get(key)
+        metrics.HEARTBEATS.inc()
         if state is None:
-            state = self.pairs[key] = PairState(source, destination, now, self._timeout_s)
+            self.pairs[key] = PairState(source, destination, now, self._timeout_s)
             log.info("pair supervised", extra={"source": source, "destination": destination})
             self._gauges()
+            await self.write_now({key})
+            return
         state.last_seen_us = now
         self._touched(key)
-        metrics.HEARTBEATS.inc()
         if state.failed:
             state.failed = False
             self._tell(state, "restored")

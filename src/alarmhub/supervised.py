@@ -1,7 +1,9 @@
 """Supervision state kept in memory on a node and written in batches: heartbeat pairs and DC-09
 accounts. A report costs a dictionary write; changed entries go through the writer in one
-transaction every few seconds; a check loop marks overdue entries failed (or back) and has
-that written within a second, for the writer process to raise or restore the alarm.
+transaction every few seconds, new ones at once (a node killed before its next flush would
+otherwise take them along, and no node would supervise them); a check loop marks overdue
+entries failed (or back) and has that written within a second, for the writer process to raise
+or restore the alarm.
 
 Only the supervision leader (:mod:`alarmhub.store.leadership`) marks entries failed. On a
 database shared by several nodes every node also reads, each second, what the others wrote:
@@ -44,6 +46,8 @@ class BatchedSupervision(ABC, Generic[K, R]):
         self._dirty: set[K] = set()
         self._changed = False
         self._loops: list[asyncio.Task[None]] = []
+        self._added_keys: set[K] = set()  # new entries to be written at once
+        self._adding: asyncio.Task[None] | None = None
 
     @abstractmethod
     def persisting(self, keys: set[K]) -> Callable[[Connection], None]:
@@ -74,6 +78,32 @@ class BatchedSupervision(ABC, Generic[K, R]):
         """An entry failed or came back: written at the next check, within a second."""
         self._changed = True
 
+    async def write_now(self, keys: set[K]) -> None:
+        """Write the entries ``keys`` at once, in a transaction of their own: new entries, which
+        this node did not know, are stored without waiting for the next flush, so that a node
+        killed before it does not take them along (no node would then supervise them). When the
+        write fails they wait for the next flush, as any other change."""
+        self._dirty -= keys
+        try:
+            await self._writer.run(self.persisting(keys))
+        except Exception as exc:
+            self._dirty |= keys
+            self._log.warning(
+                f"{self.kind} write failed", extra={"entries": len(keys), "error": repr(exc)}
+            )
+
+    def _added(self, key: K) -> None:
+        """A new entry, reported where the answer cannot wait for a write: written at once by
+        a task of its own (with the entries added meanwhile), not with the next flush."""
+        self._added_keys.add(key)
+        if self._adding is None or self._adding.done():
+            self._adding = asyncio.get_running_loop().create_task(self._write_added())
+
+    async def _write_added(self) -> None:
+        while self._added_keys:
+            keys, self._added_keys = self._added_keys, set()
+            await self.write_now(keys)
+
     async def flush(self) -> None:
         """Write the entries that changed since the last flush, in one transaction."""
         if not self._dirty:
@@ -97,6 +127,8 @@ class BatchedSupervision(ABC, Generic[K, R]):
     async def _stop_loops(self) -> None:
         for task in self._loops:
             task.cancel()
+        if self._adding is not None:
+            await self._adding
         await self.flush()
 
     def _read_stored(self) -> Sequence[R]:

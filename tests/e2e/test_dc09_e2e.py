@@ -360,6 +360,31 @@ def test_communication_failure_and_restoral(tmp_path: Path) -> None:
         assert server.stop() == 0
 
 
+def test_an_account_first_heard_is_stored_without_waiting_for_the_flush(tmp_path: Path) -> None:
+    """An account's first ACKed message makes it supervised at once in the database, not at
+    the next flush (five minutes here): a node killed right after still leaves it supervised,
+    and the node started next raises its COMMUNICATION FAILURE."""
+    dc09_panel.provision(tmp_path)
+    cli(tmp_path, "dc09", "account", "interval", "1234", "60")  # no failure to write meanwhile
+    env = {"ALARMHUB_HEARTBEAT_FLUSH_SECONDS": "300"}
+    server, panel = dc09_panel.start(tmp_path, env)
+    try:
+        assert kind(panel.udp(spt("1234").dc09poll().encode())) == "ACK"
+        query = "SELECT account FROM dc09_account WHERE last_message_us IS NOT NULL"
+        stored = wait_for(lambda: db_rows(tmp_path, query), "the account's row", seconds=5)
+        assert [r["account"] for r in stored] == ["1234"]
+    finally:
+        server.kill()
+    cli(tmp_path, "dc09", "account", "interval", "1234", "2")
+    server, panel = dc09_panel.start(tmp_path, env)
+    try:
+        rows = "SELECT account_number FROM alarm WHERE type = 'COMFL'"
+        [alarm] = wait_for(lambda: db_rows(tmp_path, rows), "COMMUNICATION FAILURE", seconds=15)
+        assert alarm["account_number"] == "701234"
+    finally:
+        assert server.stop() == 0
+
+
 def test_a_wrong_secret_key_refuses_keyed_accounts_only(tmp_path: Path) -> None:
     from cryptography.fernet import Fernet
 

@@ -169,3 +169,29 @@ def test_supervision_fails_restores_and_survives_a_restart(tmp_path: Path) -> No
         )
     finally:
         assert again.stop() == 0
+
+
+def test_a_new_pair_is_stored_before_its_beat_is_answered(tmp_path: Path) -> None:
+    """The first beat of a pair is written at once, not with the next flush (five minutes
+    here): a node killed right after answering it still leaves the pair supervised, and the
+    node started next raises its failure."""
+    data_dir = tmp_path
+    token = provision(data_dir)
+    env = {"ALARMHUB_HEARTBEAT_TIMEOUT": "1", "ALARMHUB_HEARTBEAT_FLUSH_SECONDS": "300"}
+    server = Server(data_dir, env=env).start()
+    try:
+        assert beat(server.url, token).json() == SUCCESS
+        pairs = [(r["source"], r["destination"]) for r in heartbeat_rows(data_dir)]
+        assert pairs == [("site1", "rx1")]
+    finally:
+        server.kill()
+
+    again = Server(data_dir, env=env).start()
+    try:
+        assert gauge(again.url, "alarmhub_sources_supervised") == 1.0
+        eventually(
+            lambda: gauge(again.url, "alarmhub_sources_failed") == 1.0,
+            "the pair fails on the node started after the kill",
+        )
+    finally:
+        assert again.stop() == 0

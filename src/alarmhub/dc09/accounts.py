@@ -179,7 +179,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         account, receiver, line = sender
         link = self.links[account] = Link(account, at, receiver, line)
         log.info("dc09 account supervised", extra={"dc09_account": account})
-        self._touched(account)
+        self._added(account)
         self._gauges()
         return link
 

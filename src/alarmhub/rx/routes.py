@@ -136,9 +136,10 @@ class Writer(Protocol):
 
 
 class Heartbeats(Protocol):
-    """Records that a source:destination pair beat."""
+    """Records that a source:destination pair beat (a pair new to the node is stored before
+    the beat is answered)."""
 
-    def beat(self, source: str, destination: str, /) -> None: ...
+    async def beat(self, source: str, destination: str, /) -> None: ...
 
 
 def routes(
@@ -199,7 +200,7 @@ def routes(
         if pair is None or not grant.may_beat(*pair):
             metrics.HEARTBEAT_REFUSED.labels(errors.HEARTBEAT_REFUSED.error_code).inc()
             return error_response(errors.HEARTBEAT_REFUSED)
-        heartbeats.beat(*pair)
+        await heartbeats.beat(*pair)
         return SUCCESS_RESPONSE
 
     return [
