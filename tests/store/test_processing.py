@@ -455,6 +455,26 @@ def test_fail_to_test_raised_once_and_ended_by_a_test_report(engine: Engine, t0:
     assert again != alarm_id
 
 
+def test_a_fail_to_test_raised_beside_routing_is_ended_by_the_next_test_report(
+    engine: Engine, t0: int
+) -> None:
+    """In the writer, supervision shares what routing remembers of the accounts: an account
+    routing met before its FAIL TO TEST was raised is known to have it, and its next test
+    report ends it."""
+    set_test_interval(engine, ACCOUNT, 60, t0 - (60 + GRACE_S + 1) * SECOND)
+    proc = processor(engine)
+    store(engine, sig("E401", t0 - 10 * SECOND, zone="001"))
+    route(engine, proc, t0 - 9 * SECOND)  # routing has met the account: no FAIL TO TEST yet
+    with write_transaction(engine) as conn:
+        assert Supervision(engine, GRACE_S, cache=proc.cache).supervise(conn, t0) == 1
+    alarm_id = account_row(engine, ACCOUNT)["test_alarm_id"]
+    assert alarm_id is not None
+    store(engine, sig("E602", t0 + 5 * SECOND, zone="000"))
+    route(engine, proc, t0 + 6 * SECOND)
+    assert alarm(engine, int(alarm_id))["restore_us"] == t0 + 6 * SECOND
+    assert account_row(engine, ACCOUNT)["test_alarm_id"] is None
+
+
 def test_test_reports_of_one_batch_restore_once_and_keep_the_newest_time(
     engine: Engine, t0: int
 ) -> None:

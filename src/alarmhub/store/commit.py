@@ -17,6 +17,7 @@ from alarmhub.core import idempotency
 from alarmhub.core.idempotency import Key, Remembered
 from alarmhub.core.signal import Signal, SignalFields, digest
 from alarmhub.store import schema
+from alarmhub.store.prepared import Prepared, driver_execute
 
 if TYPE_CHECKING:
     from alarmhub.store.retry_keys import Staged
@@ -130,15 +131,15 @@ class RowInsert:
         if not rows:
             return
         if not self._positional:
-            conn.exec_driver_sql(
-                self._unnest, tuple(list(column) for column in zip(*rows, strict=True))
-            )
+            columns = tuple(list(column) for column in zip(*rows, strict=True))
+            driver_execute(conn, self._unnest, columns).close()
             return
         start, total = 0, len(rows)
         while start < total:
             size = min(self._most_rows, 1 << ((total - start).bit_length() - 1))
             chunk = rows[start : start + size]
-            conn.exec_driver_sql(self._statement(size), tuple(chain.from_iterable(chunk)))
+            sql = self._statement(size)
+            driver_execute(conn, sql, tuple(chain.from_iterable(chunk))).close()
             start += size
 
 
@@ -178,14 +179,14 @@ UNROUTED = schema.signal.c.incident_number > (
     select(schema.sequence.c.value).where(schema.sequence.c.name == ROUTED).scalar_subquery()
 )
 """The condition of a stored signal not routed yet: numbered above the watermark."""
-_ADVANCE = (
+_ADVANCE = Prepared(
     update(schema.sequence)
     .where(schema.sequence.c.name == INCIDENT)
     .values(value=schema.sequence.c.value + bindparam("count"))
     .returning(schema.sequence.c.value)
 )
 _LAST_INCIDENT = select(schema.sequence.c.value).where(schema.sequence.c.name == INCIDENT)
-_LOCK_INCIDENTS = _LAST_INCIDENT.with_for_update()
+_LOCK_INCIDENTS = Prepared(_LAST_INCIDENT.with_for_update())
 
 
 def lock_incidents(conn: Connection) -> int:
@@ -197,12 +198,12 @@ def lock_incidents(conn: Connection) -> int:
     checks run one after the other, each seeing what the one before committed. That is what
     keeps routing in incident-number order, and each signal routed once, across nodes. On
     SQLite the write transaction already holds the database lock and this is a plain read."""
-    return int(conn.execute(_LOCK_INCIDENTS).scalar_one())
+    return int(_LOCK_INCIDENTS.scalar(conn))
 
 
 def allocate_incidents(conn: Connection, count: int) -> int:
     """Reserve ``count`` incident numbers in the caller's write transaction; the first one."""
-    return int(conn.execute(_ADVANCE, {"count": count}).scalar_one()) - count + 1
+    return int(_ADVANCE.scalar(conn, {"count": count})) - count + 1
 
 
 def store_plain(conn: Connection, statement: SignalInsert, batch: Sequence[Signal]) -> list[Stored]:

@@ -25,8 +25,10 @@ from alarmhub.core.operations import Action, AlarmState, Operator
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, plans, provisioning, queries, schema
 from alarmhub.store import events as outbox
+from alarmhub.store.commit import fixed_shape
 from alarmhub.store.operator_audit import history_row, record
 from alarmhub.store.operators import ALARM, OPERATOR, load_operator
+from alarmhub.store.prepared import Prepared
 from alarmhub.store.resolutions import resolution_codes
 
 HANDED_PER_PASS = 50
@@ -190,7 +192,7 @@ _RECEIVING = (
     OPERATOR.receiving.is_(True),
     OPERATOR.disabled.is_(False),
 )
-_ANYONE_RECEIVING = select(OPERATOR.code).where(*_RECEIVING).limit(1)
+_ANYONE_RECEIVING = Prepared(select(OPERATOR.code).where(*_RECEIVING).limit(1))
 _IDLE = (
     select(OPERATOR.code)
     .where(
@@ -206,7 +208,7 @@ _IDLE = (
 )
 
 
-_WORKING = (
+_WORKING = Prepared(
     select(ALARM.account_number, ALARM.opr, func.coalesce(ALARM.taken_us, 0), ALARM.alarm_id)
     .join(schema.operator, OPERATOR.code == ALARM.opr)
     .where(
@@ -232,7 +234,7 @@ def hand_out(
     that raises alarms: one query for the accounts of the batch, then it asks cheaply whether
     anyone receives at all."""
     handed = _hand_to_sites(conn, arriving, now_us)
-    if conn.execute(_ANYONE_RECEIVING).first() is None:
+    if not _ANYONE_RECEIVING.rows(conn):
         if handed:
             provisioning.bump_revision(conn, queries.QUEUE)
         return handed
@@ -267,7 +269,9 @@ def _hand_to_sites(
     working = [
         sites.Working(*row)
         for start in range(0, len(accounts), _ACCOUNT_CHUNK)
-        for row in conn.execute(_WORKING, {"accounts": accounts[start : start + _ACCOUNT_CHUNK]})
+        for row in _WORKING.rows(
+            conn, {"accounts": fixed_shape(accounts[start : start + _ACCOUNT_CHUNK])}
+        )
     ]
     handed: list[tuple[str, int]] = []
     for alarm_id, code in sites.site_operators(arriving, working).items():

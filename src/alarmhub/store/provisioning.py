@@ -22,6 +22,7 @@ from alarmhub.core.line_mask import mask_problem
 from alarmhub.core.signal import valid_dnis
 from alarmhub.store import schema
 from alarmhub.store.engine import write_transaction
+from alarmhub.store.prepared import Prepared
 
 ACCOUNT = schema.account.c
 API_USER = schema.api_user.c
@@ -30,7 +31,7 @@ PROVISIONING = "provisioning"
 TEST_INTERVAL_MAX_S = 366 * 24 * 3600
 
 
-_BUMP = (
+_BUMP = Prepared(
     update(schema.revision)
     .where(schema.revision.c.name == bindparam("revision_name"))
     .values(value=schema.revision.c.value + 1)
@@ -44,7 +45,7 @@ def bump_revision(conn: Connection, name: str = PROVISIONING) -> None:
     """Tell running servers that provisioning data (or, by name, the alarm queues) changed: they
     watch the revision row; on PostgreSQL the change is also announced to listeners on
     ``notify_channel(name)`` when the transaction commits."""
-    if not conn.execute(_BUMP, {"revision_name": name}).rowcount:
+    if not _BUMP.execute(conn, {"revision_name": name}):
         conn.execute(insert(schema.revision).values(name=name, value=1))
     if conn.dialect.name == "postgresql":  # several notifications of one transaction are one
         conn.exec_driver_sql(f"NOTIFY {notify_channel(name)}")

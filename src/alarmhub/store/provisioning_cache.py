@@ -14,9 +14,12 @@ from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
 from alarmhub.store import provisioning, schedules, schema, storm, webhooks
 from alarmhub.store.alarm_response import RESPONSE, Descriptions
+from alarmhub.store.prepared import Prepared
 
-_REVISIONS = select(schema.revision.c.name, schema.revision.c.value).where(
-    schema.revision.c.name.in_((provisioning.PROVISIONING, RESPONSE))
+_REVISIONS = Prepared(
+    select(schema.revision.c.name, schema.revision.c.value).where(
+        schema.revision.c.name.in_((provisioning.PROVISIONING, RESPONSE))
+    )
 )
 
 
@@ -77,7 +80,7 @@ class ProvisioningCache:
     memory: AccountMemory = field(default_factory=AccountMemory)
 
     def refresh(self, conn: Connection) -> None:
-        revisions: dict[str, int] = {name: value for name, value in conn.execute(_REVISIONS)}
+        revisions: dict[str, int] = dict(_REVISIONS.rows(conn))
         response = int(revisions.get(RESPONSE, 0))
         if response != self.response_revision:
             self.memory.forget_descriptions()

@@ -21,16 +21,19 @@ from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, provisioning, queries, schema
 from alarmhub.store import events as outbox
 from alarmhub.store.commit import RowInsert, allocate_incidents, fixed_shape
+from alarmhub.store.prepared import Prepared
 from alarmhub.store.provisioning_cache import ProvisioningCache
 
 ACCOUNT = schema.account.c
 ALARM = schema.alarm.c
 
 _ACCOUNT_CHUNK = 500
-_KNOWN = select(ACCOUNT.account_number, ACCOUNT.test_alarm_id).where(
-    ACCOUNT.account_number.in_(bindparam("numbers", expanding=True))
+_KNOWN = Prepared(
+    select(ACCOUNT.account_number, ACCOUNT.test_alarm_id).where(
+        ACCOUNT.account_number.in_(bindparam("numbers", expanding=True))
+    )
 )
-_TESTED = (
+_TESTED = Prepared(
     update(schema.account)
     .where(ACCOUNT.account_number == bindparam("tested"))
     .values(
@@ -102,14 +105,14 @@ def _raised(alarm: dict[str, Any]) -> tuple[Any, ...]:
     return outbox.row(events.ALARM_RAISED, alarm["account_number"], data, alarm["pending_us"])
 
 
-_OPEN_ALARMS = select(
+_OPEN_ALARMS = Prepared(select(
     ALARM.alarm_id, ALARM.account_number, ALARM.event_code, ALARM.area, ALARM.zone, ALARM.type,
     ALARM.hist_text, ALARM.priority, ALARM.state,
 ).where(
     ALARM.account_number.in_(bindparam("accounts", expanding=True)),
     ALARM.event_code.in_(bindparam("events", expanding=True)),
     ALARM.restore_us.is_(None),
-)  # fmt: skip
+))  # fmt: skip
 """The alarms that the restorals of a batch may restore, looked up in bulk by the index of
 (account, event code, ...): their areas and zones, and their states, are sorted out after (the
 index serves a list of accounts and a list of events, not a list of keys; a condition on the
@@ -120,13 +123,14 @@ _RESTORE = (
     .where(ALARM.alarm_id == bindparam("restored"), ALARM.restore_us.is_(None))
     .values(restore_us=bindparam("at_us"))
 )
+_RESTORE_MANY = Prepared(_RESTORE)
 """A restoral arrived: the alarm's restore time, if it had none before."""
 _RESTORE_ONE = _RESTORE.returning(
     ALARM.alarm_id, ALARM.account_number, ALARM.type, ALARM.hist_text, ALARM.priority,
     ALARM.state,
 )  # fmt: skip
 """The same for an alarm not looked up before (a system alarm's restoral): its row."""
-_JOIN = (
+_JOIN = Prepared(
     update(schema.alarm)
     .where(ALARM.alarm_id == bindparam("joined"), ALARM.priority > bindparam("urgency"))
     .values(priority=bindparam("urgency"))
@@ -178,7 +182,7 @@ class SqlRepository:
         )
         for start in range(0, len(wanted), _ACCOUNT_CHUNK):
             chunk = wanted[start : start + _ACCOUNT_CHUNK]
-            for number, test_alarm in self._conn.execute(_KNOWN, {"numbers": fixed_shape(chunk)}):
+            for number, test_alarm in _KNOWN.rows(self._conn, {"numbers": fixed_shape(chunk)}):
                 memory.known.add(number)
                 memory.test_alarms[number] = test_alarm
         memory.unknown.update(n for n in wanted if n not in memory.known)
@@ -234,7 +238,7 @@ class SqlRepository:
                 "accounts": fixed_shape(sorted({k[0] for k in chunk})),
                 "events": fixed_shape(sorted({k[1] for k in chunk})),
             }
-            rows = self._conn.execute(_OPEN_ALARMS, asked).mappings()
+            rows = _OPEN_ALARMS.mappings(self._conn, asked)
             for row in sorted(rows, key=itemgetter("alarm_id")):
                 key = (row["account_number"], row["event_code"], row["area"], row["zone"])
                 if key not in keys or row["state"] not in _UNRESOLVED:
@@ -368,6 +372,13 @@ class SqlRepository:
         self.publish(events.SUPERVISION_RESTORED, account_number, data, at_us)
         return int(ended)
 
+    def test_alarm_raised(self, account_number: str, alarm_id: int) -> None:
+        """Supervision raised the account's FAIL TO TEST alarm: what routing remembers of the
+        account says so (a failed transaction makes the writer forget it all, see
+        :meth:`~alarmhub.store.provisioning_cache.AccountMemory.forget_test_alarms`)."""
+        if account_number in self._memory.test_alarms:
+            self._memory.test_alarms[account_number] = alarm_id
+
     def has_schedule(self, account_number: str) -> bool:
         return account_number in self._cache.scheduled
 
@@ -387,11 +398,11 @@ class SqlRepository:
             if row["state"] == AlarmState.PENDING
         ]
         if self._restores:
-            self._conn.execute(_RESTORE, self._restores)
+            _RESTORE_MANY.executemany(self._conn, self._restores)
             self._restores = []
         if self._joins:
             joins = [{"joined": a, "urgency": p} for a, p in sorted(self._joins.items())]
-            self._conn.execute(_JOIN, joins)
+            _JOIN.executemany(self._conn, joins)
             self._joins = {}
         if self._alarms:
             alarms = self._alarms.values()
@@ -412,6 +423,6 @@ class SqlRepository:
             self._history = []
         if self._tested:
             tested = [{"tested": a, "at_us": at} for a, at in sorted(self._tested.items())]
-            self._conn.execute(_TESTED, tested)
+            _TESTED.executemany(self._conn, tested)
             self._tested = {}
         return raised

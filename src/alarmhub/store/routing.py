@@ -27,6 +27,7 @@ from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, runaway_ke
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import handling, schema
 from alarmhub.store.commit import ROUTED, UNROUTED, lock_incidents
+from alarmhub.store.prepared import Prepared
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
 
@@ -38,7 +39,7 @@ FORGET_EVERY_US = units.seconds_us(10)
 SIGNAL = schema.signal.c
 HISTORY = schema.history.c
 SEQUENCE = schema.sequence.c
-_UNROUTED = (
+_UNROUTED = Prepared(
     select(
         SIGNAL.incident_number,
         SIGNAL.source,
@@ -60,7 +61,7 @@ _ROUTED_SIGNALS = select(
 _ROUTED_ELSEWHERE = _ROUTED_SIGNALS.where(
     HISTORY.incident_number > bindparam("after"), HISTORY.incident_number < bindparam("before")
 ).order_by(HISTORY.incident_number, HISTORY.event_id)
-_MARK_ROUTED = (
+_MARK_ROUTED = Prepared(
     update(schema.sequence)
     .where(SEQUENCE.name == ROUTED, SEQUENCE.value < bindparam("last"))
     .values(value=bindparam("last"))
@@ -113,7 +114,7 @@ class SignalRouting:
         The runaway windows count the signals routed here even when the caller's transaction
         does not commit; the caller then calls :meth:`recover` before routing again."""
         lock_incidents(conn)
-        rows = conn.execute(_UNROUTED, {"limit": limit}).all()
+        rows = _UNROUTED.rows(conn, {"limit": limit})
         if rows:
             self.route_signals(conn, [StoredSignal(*row) for row in rows], now_us)
         return len(rows)
@@ -139,7 +140,7 @@ class SignalRouting:
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
-        conn.execute(_MARK_ROUTED, {"last": signals[-1].incident_number})
+        _MARK_ROUTED.execute(conn, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch
         newest = signals[-1].received_us

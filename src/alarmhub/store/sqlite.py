@@ -14,6 +14,12 @@ from alarmhub import files
 BUSY_TIMEOUT_MS = 10_000
 RESTART_FRAMES = 65_536  # 256 MiB of 4 KiB pages: a few seconds of a busy node's commits
 WRITE_OPTION = "alarmhub_write"
+WRITER_CACHE_MIB = 64
+"""The page cache of the writer process's connections. Routing writes, for nearly every signal,
+a page of the history index by account at a place of its own, and SQLite's default cache of
+2 MiB held too few of them: pages were read again from the log, and dirty ones written out to
+it in the middle of transactions that changed them again before their commit
+(bench/README.md: the page writes and reads were a quarter of the writer's time)."""
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
@@ -39,7 +45,7 @@ def prepare_url(url: str) -> None:
             files.restrict(side)
 
 
-def configure(engine: Engine, synchronous: bool = True) -> None:
+def configure(engine: Engine, synchronous: bool = True, cache_mib: int | None = None) -> None:
     """Durable, concurrent settings on every new connection.
 
     WAL lets readers (the CLI, queries) run beside the writer; ``synchronous=FULL`` fsyncs the WAL
@@ -48,6 +54,8 @@ def configure(engine: Engine, synchronous: bool = True) -> None:
     writers queue on the busy timeout instead of failing to upgrade a read lock; reads take none.
     ``synchronous=False`` gives ``synchronous=NORMAL``: in WAL mode a commit is then written but
     not fsynced, and becomes durable with the next fsynced commit of any connection.
+    ``cache_mib``: the page cache of each connection, where SQLite's default (2 MiB) is too small
+    (:data:`WRITER_CACHE_MIB`).
     """
     level = "FULL" if synchronous else "NORMAL"
 
@@ -60,6 +68,8 @@ def configure(engine: Engine, synchronous: bool = True) -> None:
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA wal_autocheckpoint=0")
+        if cache_mib is not None:
+            cursor.execute(f"PRAGMA cache_size=-{cache_mib * 1024}")  # negative: in KiB
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -87,9 +87,12 @@ class WriterLoop:
         channels: Channels | None = None,
     ) -> None:
         self._sock = sock
-        self._store = WriteConnection(open_engine(config["url"]))
+        cache = sqlite.WRITER_CACHE_MIB
+        self._store = WriteConnection(open_engine(config["url"], cache_mib=cache))
         # routing and supervision: derived from what is stored, committed without an fsync
-        self._derived = WriteConnection(open_engine(config["url"], synchronous=False))
+        self._derived = WriteConnection(
+            open_engine(config["url"], synchronous=False, cache_mib=cache)
+        )
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._store.engine)
         self._window_us = units.hours_us(int(config["idempotency_hours"]))
