@@ -293,7 +293,9 @@ def run_round(pid: int, port: int, frames: list[list[bytes]], seconds: float) ->
     import uvloop
 
     cpu0, writer0 = node_cpu_seconds(pid), writer_cpu_seconds(pid)
+    sending0 = time.process_time()  # the load generator's own CPU: this process
     result: dict[str, Any] = uvloop.run(load(port, frames, seconds))
+    result["sender_cpu_us"] = 1e6 * (time.process_time() - sending0) / max(1, result["acked"])
     result["cpu_us"] = 1e6 * (settle(pid) - cpu0) / max(1, result["acked"])
     writer = writer_cpu_seconds(pid) - writer0  # pysiaalarm: none, all its CPU receives
     result["own_cpu_us"] = result["cpu_us"] - 1e6 * writer / max(1, result["acked"])
@@ -488,7 +490,7 @@ def summarize(
         for name, rs in (("alarmhub", a), ("pysiaalarm", p)):
             entry[name] = {
                 key: statistics.median(r[key] for r in rs)
-                for key in ("rate", "p50_ms", "p99_ms", "cpu_us", "own_cpu_us")
+                for key in ("rate", "p50_ms", "p99_ms", "cpu_us", "own_cpu_us", "sender_cpu_us")
             }
             entry[name]["rates"] = [round(r["rate"]) for r in rs]
         entry["ratio"] = statistics.median(x["rate"] / y["rate"] for x, y in zip(a, p, strict=True))
@@ -513,7 +515,9 @@ def show_summary(summary: dict[str, Any]) -> None:
             f"{a['own_cpu_us']:.0f}, writer {a['cpu_us'] - a['own_cpu_us']:.0f}); pysiaalarm "
             f"{p['rate']:.0f} frames/s (p50 {p['p50_ms']:.1f} ms, p99 {p['p99_ms']:.1f} ms, "
             f"{p['cpu_us']:.0f} µs CPU a frame)\n"
-            f"    ratio {s['ratio']:.2f}x{verdict}; CPU a frame {s['cpu_ratio']:.2f}x pysiaalarm's"
+            f"    ratio {s['ratio']:.2f}x{verdict}; CPU a frame {s['cpu_ratio']:.2f}x "
+            f"pysiaalarm's; the load generator's own CPU {a['sender_cpu_us']:.0f} µs a frame "
+            f"(alarmhub's rounds), {p['sender_cpu_us']:.0f} µs (pysiaalarm's)"
         )
 
 

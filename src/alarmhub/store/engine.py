@@ -80,19 +80,34 @@ class WriteConnection:
     """One connection kept open for a process that writes all the time (the writer process):
     each :meth:`transaction` skips the pool's check-out, reset and check-in, which cost more
     than a small transaction's own work. A transaction that fails closes the connection, so a
-    broken one is replaced by a new one at the next transaction."""
+    broken one is replaced by a new one at the next transaction.
+
+    Its transactions are durable (their commit waits for the disk) or not (``durable=False``:
+    work derived from what is durable, as ``open_engine(synchronous=False)`` describes), on the
+    one connection: on SQLite a connection's page cache is emptied whenever another connection
+    committed since its last transaction, so two connections taking turns, one for each kind,
+    each read every page they touched again (bench/README.md)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._conn: Connection | None = None
+        # what the connection's commits are now; unknown for a new one (the pool may give back
+        # one that a transaction that failed had left not durable)
+        self._durable: bool | None = None
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, durable: bool = True) -> Iterator[Connection]:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(**{sqlite.WRITE_OPTION: True})
+            self._durable = None
         conn = self._conn
         try:
+            if conn.dialect.name == "sqlite" and durable != self._durable:
+                sqlite.set_synchronous(conn, durable)  # outside a transaction, where it applies
+                self._durable = durable
             with conn.begin():
+                if not durable and conn.dialect.name != "sqlite":
+                    conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                 yield conn
         except BaseException:
             self._conn = None

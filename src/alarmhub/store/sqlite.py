@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import Engine, make_url
 
 from alarmhub import files
@@ -76,6 +76,15 @@ def configure(engine: Engine, synchronous: bool = True, cache_mib: int | None = 
     def _on_begin(connection: Any) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION)
         connection.exec_driver_sql(BEGIN_WRITE if write else "BEGIN")
+
+
+def set_synchronous(conn: Connection, synchronous: bool) -> None:
+    """Whether the connection's next commits wait for the disk (``configure``); set between
+    transactions, on the driver's connection (a statement through SQLAlchemy would begin one)."""
+    level = "FULL" if synchronous else "NORMAL"
+    driver = conn.connection.dbapi_connection
+    assert driver is not None
+    driver.execute(f"PRAGMA synchronous={level}")
 
 
 def checkpoint(engine: Engine) -> int:

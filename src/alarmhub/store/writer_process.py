@@ -87,28 +87,25 @@ class WriterLoop:
         channels: Channels | None = None,
     ) -> None:
         self._sock = sock
-        cache = sqlite.WRITER_CACHE_MIB
-        self._store = WriteConnection(open_engine(config["url"], cache_mib=cache))
-        # routing and supervision: derived from what is stored, committed without an fsync
-        self._derived = WriteConnection(
-            open_engine(config["url"], synchronous=False, cache_mib=cache)
-        )
+        # the signals' commits, and routing and supervision, which are derived from what is
+        # stored and committed without waiting for the disk (``durable=False``)
+        self._conn = WriteConnection(open_engine(config["url"], cache_mib=sqlite.WRITER_CACHE_MIB))
         self._max_batch = int(config["max_batch"])
-        self._statement = SignalInsert(self._store.engine)
+        self._statement = SignalInsert(self._conn.engine)
         self._window_us = units.hours_us(int(config["idempotency_hours"]))
         # token names whose keys have a window of their own (the DC-09 retry window), in seconds
         self._key_windows_us = {
             name: units.seconds_us(int(seconds)) for name, seconds in config["key_windows"].items()
         }
         self._routing = SignalRouting(
-            self._derived.engine,
+            self._conn.engine,
             runaway_limit=int(config["runaway_limit"]),
             runaway_minutes=int(config["runaway_minutes"]),
         )
         # on SQLite this writer is the only one: it remembers the DC-09 retry keys itself
         self._retry_keys = None if self._routing.shared else RetryKeys(self._key_windows_us)
         self._supervision = Supervision(
-            self._derived.engine,
+            self._conn.engine,
             test_grace_s=int(config["test_grace_minutes"]) * 60,
             station_zone=station_zone(config.get("timezone", "")),
             cache=self._routing.cache,
@@ -132,7 +129,7 @@ class WriterLoop:
 
     def recall(self) -> None:
         """Load what routing remembers (the runaway windows) before the first commit."""
-        with self._derived.transaction() as conn:
+        with self._conn.transaction(durable=False) as conn:
             self._routing.recall(conn, now_us())
             if self._retry_keys is not None:
                 self._retry_keys.recall(conn, now_us())
@@ -160,8 +157,7 @@ class WriterLoop:
         for _ in range(ROUTE_ON_EXIT_BATCHES if self._backlog else 0):
             if self._route() < ROUTE_BATCH:
                 break
-        self._store.close()
-        self._derived.close()
+        self._conn.close()
 
     def _gather(self) -> None:
         """Under load (a commit ended less than GATHER_AFTER_SECONDS ago), wait up to
@@ -268,7 +264,7 @@ class WriterLoop:
         """Store ``batch`` in one transaction, committed with an fsync; the retry keys it
         remembered reach the memory once that commit is durable."""
         staged = None
-        with self._store.transaction() as conn:
+        with self._conn.transaction() as conn:
             if any(sig.idempotency_key is not None for sig in batch):
                 staged = None if self._retry_keys is None else self._retry_keys.staged()
                 stored = commit_signals(
@@ -327,7 +323,7 @@ class WriterLoop:
         never waits for more than a slice's routing (a routing of hundreds of signals held
         every answer for tens of milliseconds)."""
         try:
-            with self._derived.transaction() as conn:
+            with self._conn.transaction(durable=False) as conn:
                 while self._unrouted:
                     signals = self._unrouted[:ROUTE_SLICE]
                     self._routing.route_signals(conn, signals, now_us())
@@ -346,7 +342,7 @@ class WriterLoop:
         memory for routing: they are unrouted there too)."""
         self._unrouted = []
         try:
-            with self._derived.transaction() as conn:
+            with self._conn.transaction(durable=False) as conn:
                 now = now_us()
                 if self._routing_failed:
                     self._routing.recover(conn, now)  # forget what the failed attempt counted
@@ -366,7 +362,7 @@ class WriterLoop:
             # route what a node that died left unrouted
             self._route_due = True
         try:
-            with self._derived.transaction() as conn:
+            with self._conn.transaction(durable=False) as conn:
                 self._supervision.supervise(conn, now_us(), leader=self._leader)
         except Exception as exc:
             self._routing.cache.memory.forget_test_alarms()  # as it was before the failure
@@ -378,7 +374,7 @@ class WriterLoop:
         transactions, so that the next commit starts the log again (``sqlite.checkpoint``)."""
         self._checkpoint_due = False
         try:
-            sqlite.checkpoint(self._derived.engine)
+            sqlite.checkpoint(self._conn.engine)
         except Exception as exc:
             log.warning("checkpoint failed", extra={"error": repr(exc)})
 
@@ -387,7 +383,7 @@ class WriterLoop:
         ``idempotency_hours`` for the tokens' keys): they can no longer match; and the events
         of the outbox older than ``events.KEEP_DAYS``."""
         try:
-            with self._derived.transaction() as conn:
+            with self._conn.transaction(durable=False) as conn:
                 now = now_us()
                 forget_keys(conn, now, self._window_us, self._key_windows_us)
                 if self._retry_keys is not None:
