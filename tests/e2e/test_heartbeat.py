@@ -47,6 +47,13 @@ def eventually(condition: Callable[[], bool], what: str, deadline_s: float = DEA
         time.sleep(0.05)
 
 
+def supervised_and_failing(url: str, when: str) -> None:
+    """The node at ``url`` supervises the one pair from its start, before any beat, and,
+    without beats, holds it failed."""
+    assert gauge(url, "alarmhub_sources_supervised") == 1.0
+    eventually(lambda: gauge(url, "alarmhub_sources_failed") == 1.0, f"the pair fails {when}")
+
+
 # the operation -------------------------------------------------------------------------------
 
 
@@ -152,13 +159,7 @@ def test_supervision_fails_restores_and_survives_a_restart(tmp_path: Path) -> No
 
     again = Server(data_dir, env=env).start()
     try:
-        # supervised right after start, before any new heartbeat
-        assert gauge(again.url, "alarmhub_sources_supervised") == 1.0
-        # and really watched: without beats it is (or stays) failed
-        eventually(
-            lambda: gauge(again.url, "alarmhub_sources_failed") == 1.0,
-            "supervised pair fails after restart",
-        )
+        supervised_and_failing(again.url, "after the restart")
         # a beat restores it on the new node as well
         eventually(
             lambda: (
@@ -188,10 +189,6 @@ def test_a_new_pair_is_stored_before_its_beat_is_answered(tmp_path: Path) -> Non
 
     again = Server(data_dir, env=env).start()
     try:
-        assert gauge(again.url, "alarmhub_sources_supervised") == 1.0
-        eventually(
-            lambda: gauge(again.url, "alarmhub_sources_failed") == 1.0,
-            "the pair fails on the node started after the kill",
-        )
+        supervised_and_failing(again.url, "on the node started after the kill")
     finally:
         assert again.stop() == 0

@@ -123,8 +123,8 @@ _RESTORE = (
     .where(ALARM.alarm_id == bindparam("restored"), ALARM.restore_us.is_(None))
     .values(restore_us=bindparam("at_us"))
 )
-_RESTORE_MANY = Prepared(_RESTORE)
 """A restoral arrived: the alarm's restore time, if it had none before."""
+_RESTORE_MANY = Prepared(_RESTORE)
 _RESTORE_ONE = _RESTORE.returning(
     ALARM.alarm_id, ALARM.account_number, ALARM.type, ALARM.hist_text, ALARM.priority,
     ALARM.state,
