@@ -60,13 +60,16 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
             failed=row.failed_us is not None,
         )
 
-    def stored(self, conn: Connection) -> Sequence[Any]:
+    def stored(self, conn: Connection, failed_only: bool = False) -> Sequence[Any]:
         t = s.heartbeat.c
-        return conn.execute(
-            select(t.source, t.destination, t.last_seen_us, t.timeout_s, t.failed_us)
-        ).all()
+        query = select(t.source, t.destination, t.last_seen_us, t.timeout_s, t.failed_us)
+        if failed_only:
+            query = query.where(t.failed_us.is_not(None))
+        return conn.execute(query).all()
 
-    def merge(self, rows: Sequence[Any]) -> None:
+    def merge(self, rows: Sequence[Any], failed_only: bool = False) -> None:
+        if failed_only:
+            self._not_failed_unless(self.pairs, {(r.source, r.destination) for r in rows})
         for row in rows:
             key = (row.source, row.destination)
             state = self.pairs.get(key)

@@ -109,10 +109,12 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
             )
         self._gauges()
 
-    def stored(self, conn: Connection) -> Sequence[dc09.Reported]:
-        return dc09.reported(conn)
+    def stored(self, conn: Connection, failed_only: bool = False) -> Sequence[dc09.Reported]:
+        return dc09.reported(conn, failed_only)
 
-    def merge(self, rows: Sequence[dc09.Reported]) -> None:
+    def merge(self, rows: Sequence[dc09.Reported], failed_only: bool = False) -> None:
+        if failed_only:
+            self._not_failed_unless(self.links, {row.account for row in rows})
         for row in rows:
             link = self.links.get(row.account)
             if link is None:

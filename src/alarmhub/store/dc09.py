@@ -254,17 +254,18 @@ def persist(conn: Connection, rows: Sequence[Reported]) -> None:
     )
 
 
-def reported(conn: Connection) -> list[Reported]:
-    """Every account that has reported, as last written."""
-    rows = conn.execute(
-        select(
-            DC09_ACCOUNT.account,
-            DC09_ACCOUNT.last_message_us,
-            DC09_ACCOUNT.receiver,
-            DC09_ACCOUNT.line,
-            DC09_ACCOUNT.failed_us,
-        ).where(DC09_ACCOUNT.last_message_us.is_not(None))
-    )
+def reported(conn: Connection, failed_only: bool = False) -> list[Reported]:
+    """Every account that has reported, as last written (or only the failed ones)."""
+    query = select(
+        DC09_ACCOUNT.account,
+        DC09_ACCOUNT.last_message_us,
+        DC09_ACCOUNT.receiver,
+        DC09_ACCOUNT.line,
+        DC09_ACCOUNT.failed_us,
+    ).where(DC09_ACCOUNT.last_message_us.is_not(None))
+    if failed_only:
+        query = query.where(DC09_ACCOUNT.failed_us.is_not(None))
+    rows = conn.execute(query)
     return [
         Reported(account, last, receiver or "0", line or "0", failed is not None)
         for account, last, receiver, line, failed in rows

@@ -1,0 +1,103 @@
+"""What a node (or worker) reads of the others' supervision each second
+(``alarmhub.supervised``), on both databases: the leader reads every entry and judges them; the
+others read only the failed entries, and take an entry no longer failed there as restored."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, insert, update
+from sqlalchemy.engine import Engine
+
+from alarmhub.clock import now_us
+from alarmhub.heartbeats import HeartbeatSupervisor
+from alarmhub.store import dc09, schema
+from alarmhub.store.engine import open_engine, upgrade, write_transaction
+from tests.support.database import database_url
+
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+PAIRS = 40
+FAILED = {("site3", "rx1"), ("site7", "rx1")}
+
+
+@dataclass
+class Lead:
+    held: bool
+    shared: bool = True
+
+
+class Writer:
+    """The part of the node's writer that supervision uses: its engine, and a write."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def run(self, work: Callable[[Connection], Any]) -> Any:
+        with write_transaction(self.engine) as conn:
+            return work(conn)
+
+
+@pytest.fixture
+def engine(tmp_path: Path, backend: str) -> Iterator[Engine]:
+    engine = open_engine(database_url(tmp_path, "supervision-reads"))
+    upgrade(engine)
+    now = now_us()
+    rows = [
+        {
+            "source": f"site{n}",
+            "destination": "rx1",
+            "last_seen_us": now,
+            "failed_us": now if (f"site{n}", "rx1") in FAILED else None,
+        }
+        for n in range(PAIRS)
+    ]
+    with write_transaction(engine) as conn:
+        conn.execute(insert(schema.heartbeat), rows)
+    yield engine
+    engine.dispose()
+
+
+def supervisor(engine: Engine, leading: bool) -> HeartbeatSupervisor:
+    return HeartbeatSupervisor(Writer(engine), Lead(leading), 60, 5.0)  # type: ignore[arg-type]
+
+
+def failed(book: HeartbeatSupervisor) -> set[tuple[str, str]]:
+    return {key for key, state in book.pairs.items() if state.failed}
+
+
+def test_the_leader_reads_every_entry(engine: Engine) -> None:
+    leader = supervisor(engine, leading=True)
+    asyncio.run(leader.check_once())
+    assert len(leader.pairs) == PAIRS
+    assert failed(leader) == FAILED
+
+
+def test_the_others_read_the_failed_entries_only(engine: Engine) -> None:
+    other = supervisor(engine, leading=False)
+    asyncio.run(other.check_once())
+    assert set(other.pairs) == FAILED
+    assert failed(other) == FAILED
+    # one restored by another node: no longer failed here either
+    t = schema.heartbeat.c
+    with write_transaction(engine) as conn:
+        conn.execute(update(schema.heartbeat).where(t.source == "site3").values(failed_us=None))
+    asyncio.run(other.check_once())
+    assert failed(other) == {("site7", "rx1")}
+
+
+def test_a_failed_dc09_account_read_alone(engine: Engine) -> None:
+    now = now_us()
+    accounts = [
+        {"account": name, "last_message_us": now, "failed_us": failed_us, "created_us": now}
+        for name, failed_us in (("1111", None), ("2222", now), ("3333", None))
+    ]
+    with write_transaction(engine) as conn:
+        conn.execute(insert(schema.dc09_account), accounts)
+    with engine.connect() as conn:
+        assert [r.account for r in dc09.reported(conn, failed_only=True)] == ["2222"]
+        assert sorted(r.account for r in dc09.reported(conn)) == ["1111", "2222", "3333"]
