@@ -67,9 +67,13 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
             query = query.where(t.failed_us.is_not(None))
         return conn.execute(query).all()
 
-    def merge(self, rows: Sequence[Any], failed_only: bool = False) -> None:
-        if failed_only:
-            self._not_failed_unless(self.pairs, {(r.source, r.destination) for r in rows})
+    def entries(self) -> dict[tuple[str, str], PairState]:
+        return self.pairs
+
+    def entry_key(self, row: Any) -> tuple[str, str]:
+        return (row.source, row.destination)
+
+    def merge(self, rows: Sequence[Any]) -> None:
         for row in rows:
             key = (row.source, row.destination)
             state = self.pairs.get(key)

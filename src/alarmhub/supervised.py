@@ -67,17 +67,26 @@ class BatchedSupervision(ABC, Generic[K, R]):
         only the failed ones."""
 
     @abstractmethod
-    def merge(self, rows: Sequence[R], failed_only: bool = False) -> None:
+    def merge(self, rows: Sequence[R]) -> None:
         """Take in what other nodes wrote: entries unknown here, newer last-seen times, and
-        the failure state of every entry not changed here since the last flush (with
-        ``failed_only``, ``rows`` are all the failed entries: any other is not failed)."""
+        the failure state of every entry not changed here since the last flush."""
 
-    def _not_failed_unless(self, entries: Mapping[K, Any], failed: set[K]) -> None:
-        """After a read of the failed entries only: an entry failed here but not in ``failed``
-        was restored elsewhere, unless it changed here since the last flush."""
-        for key, entry in entries.items():
+    @abstractmethod
+    def entries(self) -> Mapping[K, Any]:
+        """Every entry known here, by key; each has its ``failed`` flag."""
+
+    @abstractmethod
+    def entry_key(self, row: R) -> K:
+        """The key of a stored row's entry."""
+
+    def _merge_failed(self, rows: Sequence[R]) -> None:
+        """Take in a read of the failed entries only (``rows``): an entry failed here but not
+        there was restored elsewhere, unless it changed here since the last flush."""
+        failed = {self.entry_key(row) for row in rows}
+        for key, entry in self.entries().items():
             if entry.failed and key not in failed and not self.changed_here(key):
                 entry.failed = False
+        self.merge(rows)
 
     def changed_here(self, key: K) -> bool:
         """Whether ``key`` changed on this node since the last flush (then it is not merged)."""
@@ -168,7 +177,10 @@ class BatchedSupervision(ABC, Generic[K, R]):
             except Exception as exc:
                 self._log.warning(f"{self.kind} read failed", extra={"error": repr(exc)})
                 return
-            self.merge(rows, failed_only=not leading)
+            if leading:
+                self.merge(rows)
+            else:
+                self._merge_failed(rows)
         if leading and self._leadership.held:  # judged by a whole read, never a partial one
             self.check(now_us())
         if self._changed:

@@ -5,7 +5,6 @@ the statement, type conversions both ways, errors as SQLAlchemy's, listeners tol
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,9 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from alarmhub.store.engine import open_engine, write_transaction
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.prepared import Prepared
-from tests.support.database import database_url
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 METADATA = MetaData()
@@ -56,15 +54,14 @@ ADD = Prepared(insert(T))
 
 
 @pytest.fixture
-def engine(tmp_path: Path, backend: str) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "prepared"))
+def engine(engine: Engine) -> Iterator[Engine]:
+    """The test's database with the example table, filled with ROWS."""
     METADATA.drop_all(engine)
     METADATA.create_all(engine)
     with write_transaction(engine) as conn:
         ADD.executemany(conn, ROWS)
     yield engine
     METADATA.drop_all(engine)
-    engine.dispose()
 
 
 def by_sqlalchemy(conn: Connection, ids: list[int]) -> list[tuple[Any, ...]]:

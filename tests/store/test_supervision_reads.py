@@ -5,9 +5,8 @@ others read only the failed entries, and take an entry no longer failed there as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +16,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.clock import now_us
 from alarmhub.heartbeats import HeartbeatSupervisor
 from alarmhub.store import dc09, schema
-from alarmhub.store.engine import open_engine, upgrade, write_transaction
-from tests.support.database import database_url
+from alarmhub.store.engine import write_transaction
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 PAIRS = 40
@@ -43,9 +41,8 @@ class Writer:
 
 
 @pytest.fixture
-def engine(tmp_path: Path, backend: str) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "supervision-reads"))
-    upgrade(engine)
+def engine(engine: Engine) -> Engine:
+    """The test's database with PAIRS heartbeat pairs, the FAILED ones failed."""
     now = now_us()
     rows = [
         {
@@ -58,8 +55,7 @@ def engine(tmp_path: Path, backend: str) -> Iterator[Engine]:
     ]
     with write_transaction(engine) as conn:
         conn.execute(insert(schema.heartbeat), rows)
-    yield engine
-    engine.dispose()
+    return engine
 
 
 def supervisor(engine: Engine, leading: bool) -> HeartbeatSupervisor:

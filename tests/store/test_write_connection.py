@@ -3,25 +3,13 @@ databases: durable transactions wait for the disk, the others do not, whichever 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
-from alarmhub.store.engine import WriteConnection, open_engine, upgrade
-from tests.support.database import database_url
+from alarmhub.store.engine import WriteConnection
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
-
-
-@pytest.fixture
-def engine(tmp_path: Path, backend: str) -> Iterator[Engine]:
-    engine = open_engine(database_url(tmp_path, "write-connection"))
-    upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def waits_for_the_disk(conn: Connection) -> bool:

@@ -112,9 +112,13 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
     def stored(self, conn: Connection, failed_only: bool = False) -> Sequence[dc09.Reported]:
         return dc09.reported(conn, failed_only)
 
-    def merge(self, rows: Sequence[dc09.Reported], failed_only: bool = False) -> None:
-        if failed_only:
-            self._not_failed_unless(self.links, {row.account for row in rows})
+    def entries(self) -> dict[str, Link]:
+        return self.links
+
+    def entry_key(self, row: dc09.Reported) -> str:
+        return row.account
+
+    def merge(self, rows: Sequence[dc09.Reported]) -> None:
         for row in rows:
             link = self.links.get(row.account)
             if link is None:

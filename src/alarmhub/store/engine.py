@@ -90,6 +90,7 @@ class WriteConnection:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._sqlite = engine.dialect.name == "sqlite"
         self._conn: Connection | None = None
         # what the connection's commits are now; unknown for a new one (the pool may give back
         # one that a transaction that failed had left not durable)
@@ -102,11 +103,11 @@ class WriteConnection:
             self._durable = None
         conn = self._conn
         try:
-            if conn.dialect.name == "sqlite" and durable != self._durable:
+            if self._sqlite and durable != self._durable:
                 sqlite.set_synchronous(conn, durable)  # outside a transaction, where it applies
                 self._durable = durable
             with conn.begin():
-                if not durable and conn.dialect.name != "sqlite":
+                if not durable and not self._sqlite:
                     conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                 yield conn
         except BaseException:

@@ -50,8 +50,6 @@ class Supervision:
         cache: ProvisioningCache | None = None,
     ) -> None:
         self.cache = cache or ProvisioningCache()  # routing's own, where it runs beside it
-        # other nodes' routing and supervision change the accounts' FAIL TO TEST alarms too
-        self._shared = engine.dialect.name != "sqlite"
         self._inserts = Inserts(engine)
         self._test_grace_s = test_grace_s
         self._station_zone = station_zone  # of schedules with no time zone of their own
@@ -62,8 +60,6 @@ class Supervision:
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         lock_incidents(conn)
         self.cache.refresh(conn)
-        if self._shared:  # what routing remembers of FAIL TO TEST alarms is read again
-            self.cache.memory.forget_test_alarms()
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
