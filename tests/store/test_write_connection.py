@@ -3,11 +3,14 @@ databases: durable transactions wait for the disk, the others do not, whichever 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
-from alarmhub.store.engine import WriteConnection
+from alarmhub.store import sqlite
+from alarmhub.store.engine import WriteConnection, open_engine
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -39,3 +42,19 @@ def test_a_new_connection_after_a_failure_is_durable_again(engine: Engine) -> No
             assert not waits_for_the_disk(conn)
     finally:
         writer.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_the_writers_sqlite_connection_keeps_statement_journals_in_memory(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'alarmhub.db'}"
+    for writer, temp_store, cache_kib in (
+        (True, 2, sqlite.WRITER_CACHE_MIB * 1024),
+        (False, 0, 2000),
+    ):
+        engine = open_engine(url, writer=writer)
+        try:
+            with engine.connect() as conn:
+                assert conn.exec_driver_sql("PRAGMA temp_store").scalar_one() == temp_store
+                assert conn.exec_driver_sql("PRAGMA cache_size").scalar_one() == -cache_kib
+        finally:
+            engine.dispose()

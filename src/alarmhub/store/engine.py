@@ -36,18 +36,18 @@ def unavailable(exc: BaseException) -> bool:
     )
 
 
-def open_engine(url: str, synchronous: bool = True, cache_mib: int | None = None) -> Engine:
+def open_engine(url: str, synchronous: bool = True, writer: bool = False) -> Engine:
     """An engine for ``url`` with the dialect's settings applied.
 
     ``synchronous=False`` is for work that can be derived again from what is durable (routing
     and supervision): its commits do not wait for the disk. A power loss may take the last of
     them back, whole, never in part; the next synchronous commit (every signal's) makes them
     durable too, as the log is written in order. The process dying loses none of them.
-    ``cache_mib``: the page cache of each SQLite connection (``sqlite.configure``)."""
+    ``writer``: the writer process's SQLite settings (``sqlite.configure``)."""
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
         engine = create_engine(url, pool_size=8, max_overflow=8)
-        sqlite.configure(engine, synchronous, cache_mib)
+        sqlite.configure(engine, synchronous, writer)
         return engine
     options = {} if synchronous else {"options": "-c synchronous_commit=off"}
     return create_engine(driver_url(url), pool_pre_ping=True, connect_args=options)

@@ -89,7 +89,7 @@ class WriterLoop:
         self._sock = sock
         # the signals' commits, and routing and supervision, which are derived from what is
         # stored and committed without waiting for the disk (``durable=False``)
-        self._conn = WriteConnection(open_engine(config["url"], cache_mib=sqlite.WRITER_CACHE_MIB))
+        self._conn = WriteConnection(open_engine(config["url"], writer=True))
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._conn.engine)
         self._window_us = units.hours_us(int(config["idempotency_hours"]))
