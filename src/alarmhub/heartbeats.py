@@ -9,10 +9,10 @@ it into a SOURCE FAILURE alarm or its restoral.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select, tuple_
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
@@ -60,12 +60,25 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
             failed=row.failed_us is not None,
         )
 
-    def stored(self, conn: Connection, failed_only: bool = False) -> Sequence[Any]:
+    def suspects(self, now: int) -> list[tuple[str, str]]:
+        return [key for key, state in self.pairs.items() if state.failed or state.overdue(now)]
+
+    def stored(
+        self,
+        conn: Connection,
+        failed_only: bool = False,
+        keys: Collection[tuple[str, str]] | None = None,
+    ) -> Sequence[Any]:
         t = s.heartbeat.c
         query = select(t.source, t.destination, t.last_seen_us, t.timeout_s, t.failed_us)
         if failed_only:
             query = query.where(t.failed_us.is_not(None))
+        if keys is not None:
+            query = query.where(tuple_(t.source, t.destination).in_(list(keys)))
         return conn.execute(query).all()
+
+    def count_stored(self, conn: Connection) -> int:
+        return int(conn.execute(select(func.count()).select_from(s.heartbeat)).scalar_one())
 
     def entries(self) -> dict[tuple[str, str], PairState]:
         return self.pairs

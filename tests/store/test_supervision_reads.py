@@ -1,6 +1,7 @@
 """What a node (or worker) reads of the others' supervision each second
-(``alarmhub.supervised``), on both databases: the leader reads every entry and judges them; the
-others read only the failed entries, and take an entry no longer failed there as restored."""
+(``alarmhub.supervised``), on both databases: the leader reads every entry first, then only the
+entries it suspects (failed or overdue by its memory) unless entries were added; the others
+read only the failed entries, and take an entry no longer failed there as restored."""
 
 from __future__ import annotations
 
@@ -73,6 +74,59 @@ def test_the_leader_reads_every_entry(engine: Engine) -> None:
     assert failed(leader) == FAILED
 
 
+def reading(book: HeartbeatSupervisor) -> list[int]:
+    """The rows of each read of ``book`` from now on (the list grows with each)."""
+    reads: list[int] = []
+    stored = book.stored
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rows = stored(*args, **kwargs)
+        reads.append(len(rows))
+        return rows
+
+    book.stored = counted  # type: ignore[method-assign]
+    return reads
+
+
+def test_then_the_leader_reads_its_suspects_and_new_entries(engine: Engine) -> None:
+    leader = supervisor(engine, leading=True)
+    reads = reading(leader)
+    asyncio.run(leader.check_once())
+    assert reads == [PAIRS]
+    asyncio.run(leader.check_once())
+    assert reads == [PAIRS, len(FAILED)]  # nothing overdue: the failed entries alone
+    # pair 9 beat at another node; this one's memory says it is overdue: it reads it and
+    # does not fail it
+    now = now_us()
+    t = schema.heartbeat.c
+    with write_transaction(engine) as conn:
+        conn.execute(update(schema.heartbeat).where(t.source == "site9").values(last_seen_us=now))
+        conn.execute(update(schema.heartbeat).where(t.source == "site3").values(failed_us=None))
+    leader.pairs[("site9", "rx1")].last_seen_us = now - 3_600_000_000
+    asyncio.run(leader.check_once())
+    assert reads[-1] == len(FAILED) + 1
+    assert leader.pairs[("site9", "rx1")].last_seen_us == now
+    assert failed(leader) == {("site7", "rx1")}  # pair 3 restored elsewhere
+    # pair 8 is overdue everywhere: failed
+    leader.pairs[("site8", "rx1")].last_seen_us = now - 3_600_000_000
+    with write_transaction(engine) as conn:
+        conn.execute(
+            update(schema.heartbeat)
+            .where(t.source == "site8")
+            .values(last_seen_us=now - 3_600_000_000)
+        )
+    asyncio.run(leader.check_once())
+    assert failed(leader) == {("site7", "rx1"), ("site8", "rx1")}
+    # a pair added at another node: read with all the others
+    with write_transaction(engine) as conn:
+        conn.execute(
+            insert(schema.heartbeat).values(source="new", destination="rx1", last_seen_us=now)
+        )
+    asyncio.run(leader.check_once())
+    assert reads[-1] == PAIRS + 1
+    assert ("new", "rx1") in leader.pairs
+
+
 def test_the_others_read_the_failed_entries_only(engine: Engine) -> None:
     other = supervisor(engine, leading=False)
     asyncio.run(other.check_once())
@@ -97,3 +151,8 @@ def test_a_failed_dc09_account_read_alone(engine: Engine) -> None:
     with engine.connect() as conn:
         assert [r.account for r in dc09.reported(conn, failed_only=True)] == ["2222"]
         assert sorted(r.account for r in dc09.reported(conn)) == ["1111", "2222", "3333"]
+        assert sorted(r.account for r in dc09.reported(conn, accounts=["3333", "2222"])) == [
+            "2222",
+            "3333",
+        ]
+        assert dc09.count_reported(conn) == 3

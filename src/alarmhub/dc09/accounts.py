@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet
@@ -98,6 +98,10 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
             return self._default_s
         return setup.supervision_s
 
+    def _overdue(self, account: str, link: Link, now: int) -> bool:
+        interval = self.interval_s(account)
+        return interval > 0 and now - link.last_message_us > units.seconds_us(interval)
+
     # supervision --------------------------------------------------------------------------
 
     def recall(self, conn: Connection) -> None:
@@ -109,8 +113,16 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
             )
         self._gauges()
 
-    def stored(self, conn: Connection, failed_only: bool = False) -> Sequence[dc09.Reported]:
-        return dc09.reported(conn, failed_only)
+    def suspects(self, now: int) -> list[str]:
+        return [a for a, link in self.links.items() if link.failed or self._overdue(a, link, now)]
+
+    def stored(
+        self, conn: Connection, failed_only: bool = False, keys: Collection[str] | None = None
+    ) -> Sequence[dc09.Reported]:
+        return dc09.reported(conn, failed_only, keys)
+
+    def count_stored(self, conn: Connection) -> int:
+        return dc09.count_reported(conn)
 
     def entries(self) -> dict[str, Link]:
         return self.links
@@ -186,7 +198,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         link = self.links[account] = Link(account, at, receiver, line)
         log.info("dc09 account supervised", extra={"dc09_account": account})
         self._added(account)
-        self._gauges()
+        metrics.DC09_ACCOUNTS_SUPERVISED.set(len(self.links))  # new: not failed (O(1), not _gauges)
         return link
 
     def reported(self, account: str, receiver: str, line: str) -> None:
@@ -209,9 +221,8 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         """Mark the accounts that missed their interval failed (once each); an account whose
         supervision was turned off is no longer failed."""
         for account, link in self.links.items():
-            interval = self.interval_s(account)
-            overdue = interval > 0 and now - link.last_message_us > units.seconds_us(interval)
-            if overdue != link.failed and (overdue or interval == 0):
+            overdue = self._overdue(account, link, now)
+            if overdue != link.failed and (overdue or self.interval_s(account) == 0):
                 link.failed = overdue
                 self._touched(account)
                 self._tell(link, "failed" if overdue else "restored")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
@@ -254,19 +254,33 @@ def persist(conn: Connection, rows: Sequence[Reported]) -> None:
     )
 
 
-def reported(conn: Connection, failed_only: bool = False) -> list[Reported]:
-    """Every account that has reported, as last written (or only the failed ones)."""
+_REPORTED = DC09_ACCOUNT.last_message_us.is_not(None)
+
+
+def reported(
+    conn: Connection, failed_only: bool = False, accounts: Collection[str] | None = None
+) -> list[Reported]:
+    """Every account that has reported, as last written (or only the failed ones, or only
+    those of ``accounts``)."""
     query = select(
         DC09_ACCOUNT.account,
         DC09_ACCOUNT.last_message_us,
         DC09_ACCOUNT.receiver,
         DC09_ACCOUNT.line,
         DC09_ACCOUNT.failed_us,
-    ).where(DC09_ACCOUNT.last_message_us.is_not(None))
+    ).where(_REPORTED)
     if failed_only:
         query = query.where(DC09_ACCOUNT.failed_us.is_not(None))
+    if accounts is not None:
+        query = query.where(DC09_ACCOUNT.account.in_(list(accounts)))
     rows = conn.execute(query)
     return [
         Reported(account, last, receiver or "0", line or "0", failed is not None)
         for account, last, receiver, line, failed in rows
     ]
+
+
+def count_reported(conn: Connection) -> int:
+    """How many accounts :func:`reported` would read."""
+    query = select(func.count()).select_from(schema.dc09_account).where(_REPORTED)
+    return int(conn.execute(query).scalar_one())
