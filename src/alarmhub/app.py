@@ -141,6 +141,7 @@ class Runtime:
         await self.live_feed.start()
         if self.webhooks is not None:
             await self.webhooks.start()
+        self._tasks.append(asyncio.create_task(metrics.tallies(), name="metrics-tallies"))
         if self.engine.dialect.name == "sqlite" and self.worker is None:
             self._tasks.append(
                 asyncio.create_task(checkpoints(self.engine, self.writer), name="checkpoint")
@@ -173,6 +174,7 @@ class Runtime:
         if self._webhook_engine is not None:
             self._webhook_engine.dispose()
         self.engine.dispose()
+        metrics.flush_tallies()  # the counts of the signals answered while stopping
         log.info("node stopped")
 
     def database_reachable(self) -> bool:

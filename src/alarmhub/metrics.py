@@ -3,20 +3,62 @@
 A node of several worker processes (``serve --workers N``) starts each with MULTIPROCESS_DIR in
 its environment (prometheus_client's multiprocess mode): every worker writes its values there,
 and ``/metrics``, whichever worker answers, sums the counters and histograms of them all, the
-dead ones' included; each gauge says how its workers' values combine (``multiprocess_mode``)."""
+dead ones' included; each gauge says how its workers' values combine (``multiprocess_mode``).
+
+The counters of every signal count through a :class:`Tally`, added to the counter once a second
+(and when this process answers ``/metrics``): a worker's counts reach the others' ``/metrics``
+within TALLY_SECONDS."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import ClassVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as _multiprocess
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+TALLY_SECONDS = 1.0
+
+
+class Tally:
+    """A counter (one labelled child) counted in this process, added to the counter by
+    :func:`flush_tallies`: an increment of a multiprocess counter takes a lock, asks the
+    process id and writes the shared file (about 1.5 µs), twice a DC-09 frame."""
+
+    _all: ClassVar[list[Tally]] = []
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+        self.count = 0
+        Tally._all.append(self)
+
+    def inc(self) -> None:
+        self.count += 1
+
+    def flush(self) -> None:
+        if self.count:
+            count, self.count = self.count, 0
+            self._counter.inc(count)
+
+
+def flush_tallies() -> None:
+    """Add what every tally of this process counted to its counter."""
+    for tally in Tally._all:
+        tally.flush()
+
+
+async def tallies() -> None:
+    """Flush the tallies every TALLY_SECONDS (a task of the node's and of each worker's)."""
+    while True:
+        await asyncio.sleep(TALLY_SECONDS)
+        flush_tallies()
 
 
 def exposition() -> bytes:
     """The text of ``/metrics``: this process's metrics, or every worker's of the node."""
+    flush_tallies()
     directory = os.environ.get(MULTIPROCESS_DIR)
     if not directory:
         return generate_latest()

@@ -87,8 +87,14 @@ def test_every_worker_accepts_signals(node: tuple[Server, str]) -> None:
     assert post_signals(server, token, panels) == [200] * len(panels)
     stored = {row[0] for row in db_rows(server.data_dir, "SELECT panel FROM signal")}
     assert set(panels) <= stored
-    accepted = per_worker(server, "alarmhub_signals_accepted", interface="contact_id")
     workers = {pid for pids in server.worker_pids().values() for pid in pids}
+    # each worker adds its counts to its metrics file once a second (metrics.Tally)
+    wait_for(
+        lambda: sum(per_worker(server, "alarmhub_signals_accepted").values()) == len(panels),
+        "every worker's counts in its metrics file",
+        seconds=10,
+    )
+    accepted = per_worker(server, "alarmhub_signals_accepted", interface="contact_id")
     assert set(accepted) == workers, f"not every worker accepted signals: {accepted}"
     assert sum(accepted.values()) == len(panels)
     metrics = httpx.get(f"{server.url}/metrics", timeout=10).text  # the node's: every worker's

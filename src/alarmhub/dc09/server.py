@@ -45,10 +45,10 @@ FRAME_SECONDS = 10.0
 SWEEP_SECONDS = 1.0
 STOP_SECONDS = 30.0
 IN_FLIGHT_MAX = 64  # answers one connection may have waiting before its reading pauses
-_ANSWERS = {v: metrics.DC09_FRAMES.labels(v.value) for v in Reply}
+_ANSWERS = {v: metrics.Tally(metrics.DC09_FRAMES.labels(v.value)) for v in Reply}
 _ACKED = _ANSWERS[Reply.ACK]
-ACCEPTED = metrics.SIGNALS_ACCEPTED.labels("dc09")
-DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels("dc09")
+ACCEPTED = metrics.Tally(metrics.SIGNALS_ACCEPTED.labels("dc09"))
+DEDUPLICATED = metrics.Tally(metrics.SIGNALS_DEDUPLICATED.labels("dc09"))
 
 
 def _shown(raw: RawFrame) -> str:

@@ -72,8 +72,8 @@ def envelope_response(
     return Response(body, status_code=status_code, media_type=JSON, headers=headers)
 
 
-ACCEPTED = metrics.SIGNALS_ACCEPTED.labels(INTERFACE)
-DEDUPLICATED = metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE)
+ACCEPTED = metrics.Tally(metrics.SIGNALS_ACCEPTED.labels(INTERFACE))
+DEDUPLICATED = metrics.Tally(metrics.SIGNALS_DEDUPLICATED.labels(INTERFACE))
 
 
 def refuse(refusal: SignalRefusal) -> Response:
