@@ -9,13 +9,14 @@ Only the supervision leader (:mod:`alarmhub.store.leadership`) marks entries fai
 database shared by several nodes (or the workers of one node) the leader reads, each second,
 what the others wrote of the entries it suspects (failed, or overdue by its own memory): a
 newer last-seen time written elsewhere is all that can spare an entry it would fail, and a
-restoral written elsewhere all that can change one failed. As its memory's last-seen times are
-never newer than the stored ones, an entry it does not suspect is not overdue. It reads every
+restoral written elsewhere all that can change one failed. As a last-seen time in its memory is
+never newer than the newest report of any node, an entry it does not suspect is not overdue.
+It reads every
 entry when it takes over, when the number of stored entries changed (the others added some),
 and every WHOLE_READ_SECONDS. The others read only the failed entries each second, so that a
 report they take of a failed entry is written as its restoral within a second. A read of every
 entry each second grew with the entries (11 % of a worker's CPU at 6,000 DC-09 accounts when
-every worker read them all; 5 % of the leader's at 5,000 under load)."""
+every worker read them all; about 5 % of a core for the leader alone at 5,000 under load)."""
 
 from __future__ import annotations
 
