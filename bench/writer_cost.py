@@ -10,6 +10,11 @@ rounds as asked, alternating between checkouts when two are given (an A/B on the
 The figure moves with the machine's speed, but far less with its noise than a run through HTTP.
 
     .venv/bin/python bench/writer_cost.py [--signals 50000] [--rounds 3] [CHECKOUT [CHECKOUT]]
+
+``--without-account-index`` is an experiment, not a configuration the product has: each round
+also runs the first checkout on a database of its own from which the history index by account
+(``ix_history_account_time``) was dropped, which shows what that index's random page a signal
+costs the writer (account history queries would read the whole table without it).
 """
 
 from __future__ import annotations
@@ -137,6 +142,11 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=8, help="frames unanswered at most")
     parser.add_argument("--mix", choices=("realistic", "unknown"), default="realistic")
     parser.add_argument("--dc09", action="store_true", help="with DC-09 retry keys")
+    parser.add_argument(
+        "--without-account-index",
+        action="store_true",
+        help="also the first checkout without the history index by account (an experiment)",
+    )
     args = parser.parse_args()
     if args.mix == "realistic":
         signals = mix.realistic(args.signals, args.accounts)
@@ -146,20 +156,26 @@ def main() -> None:
                        "01", "001")
             for i in range(args.signals)
         ]  # fmt: skip
-    results: dict[Path, list[dict[str, float]]] = {c: [] for c in args.checkouts}
-    dirs = {c: provision(c, args.accounts)[0] for c in args.checkouts}
+    runs = {str(c): (c, provision(c, args.accounts)[0]) for c in args.checkouts}
+    if args.without_account_index:
+        checkout = args.checkouts[0]
+        data_dir = provision(checkout, args.accounts)[0]
+        with sqlite3.connect(data_dir / "alarmhub.db") as db:
+            db.execute("DROP INDEX ix_history_account_time")
+        runs[f"{checkout} without the history index by account"] = (checkout, data_dir)
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     base = int(time.time() * 1e6)
     for round_ in range(args.rounds):
-        for checkout in args.checkouts:
+        for name, (checkout, data_dir) in runs.items():
             start = base + round_ * args.signals * 10
             rows = rows_of(signals, start, args.dc09, round_)
-            r = run_once(checkout, dirs[checkout], rows, args.frame, args.window)
-            results[checkout].append(r)
-            print(f"round {round_ + 1} {checkout}: {r['cpu_us']:.1f} µs CPU a signal, "
+            r = run_once(checkout, data_dir, rows, args.frame, args.window)
+            results[name].append(r)
+            print(f"round {round_ + 1} {name}: {r['cpu_us']:.1f} µs CPU a signal, "
                   f"answered {r['answered_rate']:,.0f}/s", flush=True)  # fmt: skip
-    for checkout, rs in results.items():
+    for name, rs in results.items():
         cpu = statistics.median(r["cpu_us"] for r in rs)
-        print(f"{checkout}: writer CPU a signal, median of {len(rs)}: {cpu:.1f} µs")
+        print(f"{name}: writer CPU a signal, median of {len(rs)}: {cpu:.1f} µs")
 
 
 if __name__ == "__main__":
