@@ -249,8 +249,9 @@ def _event(
     )
 
 
-def _is_restoral(signal: StoredSignal, alarm_type: AlarmType) -> bool:
-    """Whether ``signal`` restores an operator-handled condition (an R of such a type)."""
+def is_restoral(signal: StoredSignal, alarm_type: AlarmType) -> bool:
+    """Whether ``signal`` restores an operator-handled condition (an R of such a type): only
+    then is an open alarm looked for."""
     return signal.code[0] == "R" and alarm_type.category == OPERATOR_HANDLED
 
 
@@ -334,7 +335,7 @@ class Router:
             repo.add_history(_event(signal, account, kind, RoutePath.HISTORY))
             return
         if restore:
-            restoral = _is_restoral(signal, alarm_type)
+            restoral = is_restoral(signal, alarm_type)
             linked = _link_restoral(repo, account, signal) if restoral else None
             path = RoutePath.RESTORE if restoral else RoutePath.HISTORY
             repo.add_history(_event(signal, account, kind, path, alarm_id=linked))
@@ -394,7 +395,7 @@ class Router:
             or not on_test.matches(test, signal.zone, alarm_type.type)
         ):
             return False
-        linked = _link_restoral(repo, account, signal) if _is_restoral(signal, alarm_type) else None
+        linked = _link_restoral(repo, account, signal) if is_restoral(signal, alarm_type) else None
         kind.category = SYSTEM_HANDLED
         repo.add_history(_event(signal, account, kind, RoutePath.ON_TEST, alarm_id=linked))
         self._test_report(repo, account, signal.received_us, now_us)

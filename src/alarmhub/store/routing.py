@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.core import units
 from alarmhub.core.line_mask import apply_mask
-from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, runaway_key
+from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, is_restoral, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
 from alarmhub.store import handling, schema
 from alarmhub.store.commit import ROUTED, UNROUTED, lock_incidents
@@ -153,12 +153,13 @@ class SignalRouting:
         the descriptions of their zones and users, the alarms their restorals may restore."""
         numbers = set()
         restoring = set()
+        alarm_types = self.cache.alarm_types
         for signal in signals:
             mask = self.cache.masks.get(signal.dnis)
             number = apply_mask(mask, signal.panel) if mask is not None else None
             if number:
                 numbers.add(number)
-                if signal.code[0] == "R":
+                if signal.code[0] == "R" and is_restoral(signal, alarm_types[signal.code[1:]]):
                     restoring.add((number, signal.code[1:], signal.area, signal.zone))
         repo.preload_accounts(numbers)
         repo.preload_descriptions(numbers & repo.known_accounts)
