@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -28,7 +28,7 @@ from alarmhub.store.commit import (
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.routing import SignalRouting
 from alarmhub.store.supervision import Supervision
-from tests.support.database import database_url, sqlite_only
+from tests.support.database import database_url, sqlite_only, statements_run
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND
@@ -222,22 +222,15 @@ def test_restore_in_a_later_batch_links_to_the_stored_alarm(engine: Engine, t0: 
 def test_only_restorals_of_operator_handled_types_look_up_alarms(engine: Engine, t0: int) -> None:
     """A closing (R401) or a test report restores nothing: a batch of them looks up no alarm to
     restore; a burglary restoral does."""
-    lookups: list[str] = []
-
-    def seen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        if "FROM alarm" in statement and "restore_us IS NULL" in statement:
-            lookups.append(statement)
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with statements_run(
+        engine, lambda sql: "FROM alarm" in sql and "restore_us IS NULL" in sql
+    ) as lookups:
         store(engine, sig("E401", t0), sig("R401", t0 + 1), sig("E602", t0 + 2))
         route(engine, processor(engine), t0 + SECOND)
         assert lookups == []
         store(engine, sig("R130", t0 + 3))
         route(engine, processor(engine), t0 + SECOND)
         assert len(lookups) == 1
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
 
 
 def test_restorals_of_one_batch_restore_the_newest_open_alarm_each(engine: Engine, t0: int) -> None:

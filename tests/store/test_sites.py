@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alarmhub.core.errors import ActionRefused
@@ -25,6 +25,7 @@ from alarmhub.store import handling, passcodes, provisioning
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.supervision import Supervision
+from tests.support.database import statements_run
 from tests.support.store_station import MINUTE, SECOND, T0, act, alarm, station
 from tests.support.store_station import route as route_signals
 
@@ -120,17 +121,10 @@ def test_an_operator_who_signed_off_gets_nothing(engine: Engine) -> None:
 
 def test_a_batch_asks_once_for_the_operators_of_its_accounts(engine: Engine) -> None:
     working(engine, "001", SCHOOL)
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "JOIN operator" in statement and "alarm.account_number IN" in statement:
-            statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
+    with statements_run(
+        engine, lambda sql: "JOIN operator" in sql and "alarm.account_number IN" in sql
+    ) as statements:
         handed = route(engine, *((SCHOOL, "E130", f"{z:03d}") for z in range(2, 12)))
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
     assert len(statements) == 1
     assert {where(engine, a) for a in handed} == {(IN_PROCESS, "001")}
 

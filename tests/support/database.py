@@ -14,13 +14,16 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
 from alarmhub.store.engine import driver_url, open_engine, upgrade
@@ -198,3 +201,20 @@ UNROUTED = (
     " WHERE incident_number > (SELECT value FROM sequence WHERE name = 'routed')"
 )
 """SQL: how many stored signals wait to be routed (for tests reading a node's database)."""
+
+
+@contextmanager
+def statements_run(engine: Engine, matching: Callable[[str], bool]) -> Iterator[list[str]]:
+    """The SQL statements run on ``engine`` meanwhile (on the driver's cursor, as the store's
+    prepared statements run too) that ``matching`` accepts, in a list that fills as they run."""
+    seen: list[str] = []
+
+    def listener(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if matching(statement):
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
