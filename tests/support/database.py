@@ -113,8 +113,14 @@ def database_url(data_dir: Path, name: str = "alarmhub", migrated: bool = True) 
         path = data_dir / (name + ".db")
         # a data directory that does not exist yet is left for alarmhub to make (and migrate)
         if migrated and data_dir.is_dir() and not path.exists():
-            shutil.copyfile(_template(SQLITE), path)
-            path.chmod(0o600)
+            template = _template(SQLITE)
+            with _lock:  # threads of one test (side-by-side commands) ask at once: one copies,
+                # whole, under another name, so no caller ever opens a file half copied
+                if not path.exists():
+                    partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+                    shutil.copyfile(template, partial)
+                    partial.chmod(0o600)
+                    os.replace(partial, path)
         return f"sqlite:///{path}"
     key = (data_dir.resolve(), name)
     with _lock:
