@@ -10,13 +10,14 @@ database shared by several nodes (or the workers of one node) the leader reads, 
 what the others wrote of the entries it suspects (failed, or overdue by its own memory): a
 newer last-seen time written elsewhere is all that can spare an entry it would fail, and a
 restoral written elsewhere all that can change one failed. As a last-seen time in its memory is
-never newer than the newest report of any node, an entry it does not suspect is not overdue.
-It reads every
-entry when it takes over, when the number of stored entries changed (the others added some),
-and every WHOLE_READ_SECONDS. The others read only the failed entries each second, so that a
-report they take of a failed entry is written as its restoral within a second. A read of every
-entry each second grew with the entries (11 % of a worker's CPU at 6,000 DC-09 accounts when
-every worker read them all; about 5 % of a core for the leader alone at 5,000 under load)."""
+never newer than the newest report of any node, an entry it does not suspect is not overdue
+(suspects are taken a check interval ahead, so that none turns overdue between its read and
+its check). It reads every entry when it takes over, when the number of stored entries
+changed (the others added some), and every WHOLE_READ_SECONDS. The others read only the failed
+entries each second, so that a report they take of a failed entry is written as its restoral
+within a second. A read of every entry each second grew with the entries (11 % of a worker's
+CPU at 6,000 DC-09 accounts when every worker read them all; about 5 % of a core for the
+leader alone at 5,000 under load)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from alarmhub.clock import now_us
+from alarmhub.core import units
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
 
@@ -205,7 +207,8 @@ class BatchedSupervision(ABC, Generic[K, R]):
         leading, write what turned."""
         leading = self._leadership.held
         if self._leadership.shared:
-            suspects = self.suspects(now_us()) if leading else None
+            ahead = now_us() + units.seconds_us(CHECK_SECONDS)
+            suspects = self.suspects(ahead) if leading else None
             try:
                 rows = await asyncio.to_thread(self._read_stored, suspects)
             except Exception as exc:

@@ -107,6 +107,12 @@ def test_then_the_leader_reads_its_suspects_and_new_entries(engine: Engine) -> N
     assert reads[-1] == len(FAILED) + 1
     assert leader.pairs[("site9", "rx1")].last_seen_us == now
     assert failed(leader) == {("site7", "rx1")}  # pair 3 restored elsewhere
+    # pair 5 turns overdue here within the next check interval: read too
+    with write_transaction(engine) as conn:
+        conn.execute(update(schema.heartbeat).where(t.source == "site5").values(last_seen_us=now))
+    leader.pairs[("site5", "rx1")].last_seen_us = now_us() - 59_500_000  # 60 s timeout
+    asyncio.run(leader.check_once())
+    assert leader.pairs[("site5", "rx1")].last_seen_us == now
     # pair 8 is overdue everywhere: failed
     leader.pairs[("site8", "rx1")].last_seen_us = now - 3_600_000_000
     with write_transaction(engine) as conn:
