@@ -330,6 +330,24 @@ def test_encrypted_timestamp_window(offset: int, reply: Reply) -> None:
         assert kind == "NAK" and told is not None
 
 
+def test_an_encrypted_message_without_a_timestamp_gets_duh() -> None:
+    """Decrypted with the right key but carrying no timestamp, as a wrong key's noise ending in
+    a bare ``]`` reads: an encrypted message carries one."""
+    body = b'"*NULL"0009L0#1234[' + crypto.encrypt(KEY, b"]")
+    assert decide(answer.frame(body), {"1234": KEY}).reply is Reply.DUH
+
+
+def test_wrong_keys_get_duh_whatever_their_noise() -> None:
+    """The same frame under 1,000 wrong keys: each decrypts to noise, some of it ending in a
+    bare ``]``; every one is answered DUH, never NAK."""
+    payload = dc05_msg.dc05event("1234", {"code": "130"})
+    now = datetime.now(UTC)
+    encrypted = spt_frame(7, "ADM-CID", payload)
+    for n in range(1000):
+        wrong = n.to_bytes(16, "big")
+        assert decide(encrypted, {"1234": wrong}, now).reply is Reply.DUH
+
+
 def test_wrong_key_unknown_key_and_unencrypted_from_a_keyed_account_get_duh() -> None:
     payload = dc05_msg.dc05event("1234", {"code": "130"})
     now = datetime.now(UTC)
