@@ -167,6 +167,7 @@ def test_twelve_characters_are_enough(station_dir: Path) -> None:
 
 def test_environment_key_is_used_instead_of_the_file(station_dir: Path, tmp_path: Path) -> None:
     env_key = Fernet.generate_key().decode()
+    cli(station_dir, "apiuser", "add", "iris", "--password", PASSWORD)  # makes the key file
     assert (station_dir / KEY_FILE).is_file()  # the file exists, yet the environment wins
     cli(station_dir, "apiuser", "add", "ivan", "--password", PASSWORD, env={KEY_ENV: env_key})
     encrypted = stored(station_dir, "ivan").encode()
