@@ -31,6 +31,8 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
     """Keeps every supervised pair's last-seen time and failure state."""
 
     kind = "heartbeat"
+    supervised_gauge = metrics.SOURCES_SUPERVISED
+    failed_gauge = metrics.SOURCES_FAILED
 
     def __init__(
         self,
@@ -122,7 +124,7 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
         if state is None:
             self.pairs[key] = PairState(source, destination, now, self._timeout_s)
             log.info("pair supervised", extra={"source": source, "destination": destination})
-            self._gauges()
+            self._gauge_added()
             await self.write_now({key})
             return
         state.last_seen_us = now
@@ -148,10 +150,6 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
             extra={"source": state.source, "destination": state.destination},
         )
         self._gauges()
-
-    def _gauges(self) -> None:
-        metrics.SOURCES_SUPERVISED.set(len(self.pairs))
-        metrics.SOURCES_FAILED.set(sum(1 for p in self.pairs.values() if p.failed))
 
     def persisting(self, keys: set[tuple[str, str]]) -> Callable[[Connection], None]:
         snapshot = [

@@ -26,8 +26,9 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from prometheus_client import Gauge
 from sqlalchemy import Connection
 
 from alarmhub.clock import now_us
@@ -48,6 +49,8 @@ class BatchedSupervision(ABC, Generic[K, R]):
     (``R``) of a shared database are read and taken in (:meth:`stored`, :meth:`merge`)."""
 
     kind = "supervision"  # names the loops and the log lines
+    supervised_gauge: ClassVar[Gauge]  # the entries known here
+    failed_gauge: ClassVar[Gauge]  # those of them failed
     _log = logging.getLogger("alarmhub.supervision")
 
     def _init_batches(
@@ -108,6 +111,17 @@ class BatchedSupervision(ABC, Generic[K, R]):
             if entry.failed and key not in failed and not self.changed_here(key):
                 entry.failed = False
         self.merge(rows)
+
+    def _gauges(self) -> None:
+        """Both gauges: the entries, and those failed (a walk of them all)."""
+        entries = self.entries()
+        self.supervised_gauge.set(len(entries))
+        self.failed_gauge.set(sum(1 for entry in entries.values() if entry.failed))
+
+    def _gauge_added(self) -> None:
+        """A new entry, not failed: the count of entries alone moves (no walk of them all,
+        which made learning many new entries quadratic)."""
+        self.supervised_gauge.set(len(self.entries()))
 
     def changed_here(self, key: K) -> bool:
         """Whether ``key`` changed on this node since the last flush (then it is not merged)."""
@@ -218,7 +232,7 @@ class BatchedSupervision(ABC, Generic[K, R]):
                 self.merge(rows)
             else:
                 self._merge_failed(rows)
-        if leading and self._leadership.held:  # judged by a whole read, never a partial one
+        if leading and self._leadership.held:  # judged after a leader's read, never another's
             self.check(now_us())
         if self._changed:
             self._changed = False

@@ -54,6 +54,8 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
 
     name = "dc09-accounts"
     kind = "dc09"
+    supervised_gauge = metrics.DC09_ACCOUNTS_SUPERVISED
+    failed_gauge = metrics.DC09_ACCOUNTS_FAILED
 
     def __init__(
         self,
@@ -198,7 +200,7 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         link = self.links[account] = Link(account, at, receiver, line)
         log.info("dc09 account supervised", extra={"dc09_account": account})
         self._added(account)
-        metrics.DC09_ACCOUNTS_SUPERVISED.set(len(self.links))  # new: not failed (O(1), not _gauges)
+        self._gauge_added()
         return link
 
     def reported(self, account: str, receiver: str, line: str) -> None:
@@ -232,10 +234,6 @@ class AccountBook(FollowsProvisioning, BatchedSupervision[str, dc09.Reported]):
         level = logging.WARNING if change == "failed" else logging.INFO
         log.log(level, f"dc09 account {change}", extra={"dc09_account": link.account})
         self._gauges()
-
-    def _gauges(self) -> None:
-        metrics.DC09_ACCOUNTS_SUPERVISED.set(len(self.links))
-        metrics.DC09_ACCOUNTS_FAILED.set(sum(1 for x in self.links.values() if x.failed))
 
     def persisting(self, keys: set[str]) -> Callable[[Connection], None]:
         rows = [
