@@ -15,6 +15,8 @@ The figure moves with the machine's speed, but far less with its noise than a ru
 also runs the first checkout on a database of its own from which the history index by account
 (``ix_history_account_time``) was dropped, which shows what that index's random page a signal
 costs the writer (account history queries would read the whole table without it).
+``--page-size N`` (repeatable) is another: each round also runs the first checkout on a
+database rebuilt (``VACUUM``) with SQLite pages of N bytes instead of the default 4,096.
 """
 
 from __future__ import annotations
@@ -147,6 +149,13 @@ def main() -> None:
         action="store_true",
         help="also the first checkout without the history index by account (an experiment)",
     )
+    parser.add_argument(
+        "--page-size",
+        type=int,
+        action="append",
+        default=[],
+        help="also the first checkout on a database with pages of this size (an experiment)",
+    )
     args = parser.parse_args()
     if args.mix == "realistic":
         signals = mix.realistic(args.signals, args.accounts)
@@ -163,6 +172,16 @@ def main() -> None:
         with sqlite3.connect(data_dir / "alarmhub.db") as db:
             db.execute("DROP INDEX ix_history_account_time")
         runs[f"{checkout} without the history index by account"] = (checkout, data_dir)
+    for page_size in args.page_size:
+        checkout = args.checkouts[0]
+        data_dir = provision(checkout, args.accounts)[0]
+        db = sqlite3.connect(data_dir / "alarmhub.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=DELETE")  # a WAL database keeps its page size
+        db.execute(f"PRAGMA page_size={page_size}")
+        db.execute("VACUUM")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.close()
+        runs[f"{checkout} with pages of {page_size} bytes"] = (checkout, data_dir)
     results: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     base = int(time.time() * 1e6)
     for round_ in range(args.rounds):

@@ -136,6 +136,19 @@ _JOIN = Prepared(
     .values(priority=bindparam("urgency"))
 )
 """Signals joined an open alarm: it takes the most urgent of their priorities, if more urgent."""
+_ALARM_STATE = Prepared(select(ALARM.state).where(ALARM.alarm_id == bindparam("alarm_id")))
+_OPEN_UNKNOWN = Prepared(
+    select(ALARM.alarm_id)
+    .where(
+        ALARM.state.in_(OPEN_STATES),
+        ALARM.path == RoutePath.UNKNOWN.value,
+        ALARM.source == bindparam("source"),
+        ALARM.destination == bindparam("destination"),
+    )
+    .order_by(ALARM.alarm_id.desc())
+    .limit(1)
+)
+"""A line's newest open UNKNOWN ACCOUNT alarm (a signal of an unknown account joins it)."""
 OpenKey = tuple[str, str, str, str]  # account, event code, area, zone
 
 
@@ -268,24 +281,12 @@ class SqlRepository:
         # the line's alarm met in an earlier batch, if an operator has not closed it meanwhile
         remembered = self._memory.unknown_alarms.get(key)
         if remembered is not None:
-            state = self._conn.execute(
-                select(ALARM.state).where(ALARM.alarm_id == remembered)
-            ).scalar()
+            state = _ALARM_STATE.scalar(self._conn, {"alarm_id": remembered})
             if state in OPEN_STATES:
                 self._unknown_alarms[key] = remembered
                 return remembered
             del self._memory.unknown_alarms[key]
-        found = self._conn.execute(
-            select(ALARM.alarm_id)
-            .where(
-                ALARM.state.in_(OPEN_STATES),
-                ALARM.path == RoutePath.UNKNOWN.value,
-                ALARM.source == source,
-                ALARM.destination == destination,
-            )
-            .order_by(ALARM.alarm_id.desc())
-            .limit(1)
-        ).scalar()
+        found = _OPEN_UNKNOWN.scalar(self._conn, {"source": source, "destination": destination})
         if found is None:
             return None
         self._unknown_alarms[key] = self._memory.unknown_alarms[key] = int(found)
