@@ -166,22 +166,25 @@ def main() -> None:
             for i in range(args.signals)
         ]  # fmt: skip
     runs = {str(c): (c, provision(c, args.accounts)[0]) for c in args.checkouts}
-    if args.without_account_index:
-        checkout = args.checkouts[0]
-        data_dir = provision(checkout, args.accounts)[0]
-        with sqlite3.connect(data_dir / "alarmhub.db") as db:
-            db.execute("DROP INDEX ix_history_account_time")
-        runs[f"{checkout} without the history index by account"] = (checkout, data_dir)
-    for page_size in args.page_size:
+
+    def experiment(name: str, *statements: str) -> None:
+        """The first checkout also on a database of its own, altered by ``statements``."""
         checkout = args.checkouts[0]
         data_dir = provision(checkout, args.accounts)[0]
         db = sqlite3.connect(data_dir / "alarmhub.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=DELETE")  # a WAL database keeps its page size
-        db.execute(f"PRAGMA page_size={page_size}")
-        db.execute("VACUUM")
-        db.execute("PRAGMA journal_mode=WAL")
+        for statement in statements:
+            db.execute(statement)
         db.close()
-        runs[f"{checkout} with pages of {page_size} bytes"] = (checkout, data_dir)
+        runs[f"{checkout} {name}"] = (checkout, data_dir)
+
+    if args.without_account_index:
+        experiment("without the history index by account", "DROP INDEX ix_history_account_time")
+    for size in args.page_size:  # a WAL database keeps its page size: out of WAL, then back
+        experiment(
+            f"with pages of {size} bytes",
+            "PRAGMA journal_mode=DELETE", f"PRAGMA page_size={size}", "VACUUM",
+            "PRAGMA journal_mode=WAL",
+        )  # fmt: skip
     results: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     base = int(time.time() * 1e6)
     for round_ in range(args.rounds):

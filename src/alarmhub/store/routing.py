@@ -159,7 +159,7 @@ class SignalRouting:
             number = apply_mask(mask, signal.panel) if mask is not None else None
             if number:
                 numbers.add(number)
-                if signal.code[0] == "R" and is_restoral(signal, alarm_types[signal.code[1:]]):
+                if is_restoral(signal, alarm_types[signal.code[1:]]):
                     restoring.add((number, signal.code[1:], signal.area, signal.zone))
         repo.preload_accounts(numbers)
         repo.preload_descriptions(numbers & repo.known_accounts)
