@@ -1,4 +1,5 @@
-"""File modes of the data directory: 0700 for the directory, 0600 for what alarmhub writes in it.
+"""File modes of the data directory: 0700 for the directory, 0600 for what alarmhub writes in it;
+and the directory's name as messages show it.
 
 Every alarmhub process runs with the umask 077, so whatever it creates is its user's alone; the
 directory and the database files are also created with those modes explicitly.
@@ -19,6 +20,13 @@ OPEN_TO_OTHERS = 0o077  # any permission for group or others
 def restrict_umask() -> None:
     """Make every file and directory this process (and its children) creates private."""
     os.umask(UMASK)
+
+
+def shown(path: Path) -> str:
+    """``path`` as a message shows it: absolute (a relative one is taken from the current
+    directory, where a user who ran a command from the wrong folder sees it), symbolic links
+    left as they were given."""
+    return os.path.abspath(path)
 
 
 def mode_of(path: Path) -> int:

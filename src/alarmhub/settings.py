@@ -68,15 +68,18 @@ class Settings:
 
     def masked(self) -> dict[str, str]:
         """The settings as text for the start-up log, secrets hidden."""
-        shown: dict[str, str] = {}
-        for f in fields(self):
-            value = str(getattr(self, f.name))
-            if f.name == "database_url" and "@" in value:
-                scheme, _, rest = value.partition("://")
-                value = f"{scheme}://***@{rest.rpartition('@')[2]}"
-            shown[f.name] = value
+        shown = {f.name: str(getattr(self, f.name)) for f in fields(self)}
+        shown["database_url"] = masked_url(self.database_url)
         shown["database"] = shown["database_url"] or self.database
         return shown
+
+
+def masked_url(url: str) -> str:
+    """A database URL as it may be shown: its user and password hidden."""
+    if "@" not in url:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://***@{rest.rpartition('@')[2]}"
 
 
 def station_zone(timezone: str) -> tzinfo:

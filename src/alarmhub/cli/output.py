@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from alarmhub.cli import station
 from alarmhub.core import units
 from alarmhub.core.errors import ActionRefused, ProvisioningError, SecretKeyError, SettingsError
 
@@ -102,15 +103,31 @@ def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
 
 
 def open_store(data_dir: Path | None) -> Engine:
-    """The database of the data directory, migrated to the current schema if it is not there."""
+    """The database of the data directory, migrated to the current schema if it is not there.
+    A missing station is made only by the commands that make one (:mod:`alarmhub.cli.station`);
+    the others refuse it, making nothing."""
+    from alarmhub.settings import masked_url
     from alarmhub.store import engine as store_engine
 
     settings = load_settings(data_dir)
+    creates = station.running_command_creates()
+    if not creates and station.database_file_missing(settings):
+        raise CommandError(station.no_station(settings))
     try:
         engine = store_engine.open_engine(settings.database)
-        store_engine.upgrade_if_behind(engine)
+        missing = False
+        if creates:
+            store_engine.upgrade_if_behind(engine)
+        elif not store_engine.at_head(engine):  # an older schema is upgraded; none is made
+            missing = store_engine.is_new(engine)
+            if not missing:
+                store_engine.upgrade(engine)
     except Exception as exc:
-        raise CommandError(f"cannot open the database {settings.database!r}: {exc}") from None
+        shown = masked_url(settings.database)
+        raise CommandError(f"cannot open the database {shown!r}: {exc}") from None
+    if missing:
+        engine.dispose()
+        raise CommandError(station.no_station(settings))
     return engine
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from alarmhub import files
+from alarmhub import files, node_lock
 from alarmhub.cli.output import (
     data_dir_option,
     emit,
@@ -91,9 +91,6 @@ def serve(
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
     dc09 = [address for address in map(_address, dc09_listen) if address is not None]
     metrics = _address(metrics_listen)
-    _prepare_data_dir(settings)
-    if with_demo:
-        _provision_demo(settings)
 
     def ready() -> None:
         for listener in listeners:
@@ -116,7 +113,11 @@ def serve(
             click.echo(f"workers    {settings.workers}")
         click.echo("alarmhub is running; stop it with Ctrl-C (or SIGTERM).")
 
-    run_server(settings, listeners, on_ready=ready, dc09_listen=dc09, metrics_listen=metrics)
+    _prepare_data_dir(settings)
+    with node_lock.held(settings, [listener.url() for listener in listeners]):
+        if with_demo:
+            _provision_demo(settings)
+        run_server(settings, listeners, on_ready=ready, dc09_listen=dc09, metrics_listen=metrics)
 
 
 def _prepare_data_dir(settings: Settings) -> None:

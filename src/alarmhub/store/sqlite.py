@@ -26,17 +26,26 @@ BEGIN_WRITE = "BEGIN IMMEDIATE"
 SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
+def database_file(url: str) -> Path | None:
+    """The file of a SQLite database URL; None for another database, one in memory, or a
+    ``file:`` URI."""
+    if not url.startswith("sqlite"):
+        return None
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
 def prepare_url(url: str) -> None:
     """Create the directory of a file database (mode 0700) and the file itself (mode 0600), so
     that a new data directory just works and is its user's alone.
 
     SQLite gives the ``-wal`` and ``-shm`` files the database file's mode; files an older
     version left open to group or others are brought to 0600."""
-    parsed = make_url(url)
-    database = parsed.database
-    if not database or database == ":memory:" or database.startswith("file:"):
+    path = database_file(url)
+    if path is None:
         return
-    path = Path(database)
     files.private_directory(path.parent)
     files.private_file(path)
     for suffix in SIDE_FILES:
