@@ -1,7 +1,7 @@
 """Webhooks end to end: a real node (``alarmhub serve``) delivers the outbox's events to a real
 local HTTP receiver; signatures checked with the independent ``standardwebhooks`` package;
 retries with the same webhook-id, order per account, a node killed between the commit and the
-delivery, a receiver that hangs, failed deliveries replayed, two nodes delivering each event once.
+delivery, a receiver that hangs, failed deliveries replayed, three nodes delivering each event once.
 """
 
 from __future__ import annotations
@@ -275,26 +275,39 @@ def server_post(server: Server, token: str, body: dict[str, str]) -> int:
 
 
 @pytest.mark.backends("postgresql")
-def test_two_nodes_deliver_each_event_once(
-    tmp_path: Path, engine: Engine, receiver: Receiver
-) -> None:
-    nodes = [Server(tmp_path).start() for _ in range(2)]
+def test_three_nodes_deliver_each_event_once(tmp_path: Path, engine: Engine) -> None:
+    """Three nodes of one data directory (they share its secret key) on one database, two
+    webhooks with a receiver each: every event reaches each receiver in exactly one attempt,
+    counted at the receiver by its webhook-id after every node has stopped (nothing is in flight
+    any more), and ``webhook deliveries`` records that one attempt for each."""
+    receivers = [Receiver().start() for _ in range(2)]
+    nodes = [Server(tmp_path).start() for _ in range(3)]
     try:
-        add_webhook(tmp_path, receiver.url, *events.KINDS)
-        sent = [publish(engine, f"70{n % 20:04d}") for n in range(200)]
+        hooks = {add_webhook(tmp_path, r.url, *events.KINDS)[0]: r for r in receivers}
+        sent = [publish(engine, f"70{n % 60:04d}") for n in range(600)]
+        for r in receivers:
+            wait_for(
+                lambda r=r: set(r.delivered_ids()) >= set(sent), "every event", DELIVERY_DEADLINE_S
+            )
         wait_for(
-            lambda: set(receiver.delivered_ids()) >= set(sent), "every event", DELIVERY_DEADLINE_S
-        )
-        wait_for(
-            lambda: all(d["state"] == "delivered" for d in deliveries(tmp_path, "--limit", "500")),
+            lambda: all(d["state"] == "delivered" for d in deliveries(tmp_path, "--limit", "2000")),
             "every delivery recorded",
         )
-        counts = Counter(receiver.delivered_ids())
-        assert set(counts) == set(sent)
-        assert max(counts.values()) == 1, counts.most_common(3)
     finally:
         for server in nodes:
-            server.kill()
+            server.stop()
+        for r in receivers:
+            r.stop()
+    for r in receivers:
+        counts = Counter(a.headers["webhook-id"] for a in r.attempts)  # every attempt, any answer
+        assert set(counts) == set(sent)
+        assert max(counts.values()) == 1, counts.most_common(3)
+    recorded = deliveries(tmp_path, "--limit", "2000")
+    assert len(recorded) == len(hooks) * len(sent)
+    assert {(d["webhook_id"], d["event_id"]) for d in recorded} == {
+        (hook, event) for hook in hooks for event in sent
+    }
+    assert {(d["state"], d["attempts"]) for d in recorded} == {("delivered", 1)}
 
 
 def test_cli_refuses_bad_webhooks_and_lists_and_removes(tmp_path: Path, engine: Engine) -> None:
