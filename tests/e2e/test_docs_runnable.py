@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import ROOT, Server, free_port
-from tests.support.runnable_docs import Node, run_block, runnable_blocks
+from tests.support.processes import ROOT, Server, free_port, wait_for
+from tests.support.runnable_docs import Block, Node, run_block, runnable_blocks
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKED = [path.relative_to(ROOT).as_posix() for path in DOCS if runnable_blocks(path)]
@@ -47,7 +47,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             "ALARMHUB_DATA_DIR": str(data_dir),
             "ALARMHUB_URL": server.url,
         }
-        yield Node(server.url, dc09, env)
+        banner = wait_for(lambda: re.search(r"^  try it +(.+)$", server.log(), re.M), "banner")
+        yield Node(server.url, dc09, env, banner.group(1))
     finally:
         server.stop()
 
@@ -59,11 +60,25 @@ def test_every_doc_has_runnable_blocks() -> None:
     )
 
 
+def checkout(node: Node, directory: Path) -> Path:
+    """``directory`` made to look like a checkout after ``make run``: .venv/bin and var."""
+    (directory / ".venv").mkdir()
+    (directory / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
+    (directory / "var").symlink_to(node.env["ALARMHUB_DATA_DIR"])
+    return directory
+
+
 @pytest.mark.parametrize("name", MARKED)
 def test_the_marked_blocks_run_as_written(name: str, node: Node, tmp_path: Path) -> None:
-    data_dir = Path(node.env["ALARMHUB_DATA_DIR"])
-    (tmp_path / ".venv").mkdir()
-    (tmp_path / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
-    (tmp_path / "var").symlink_to(data_dir)
+    workdir = checkout(node, tmp_path)
     for block in runnable_blocks(ROOT / name, name):
-        run_block(block, node, tmp_path)
+        run_block(block, node, workdir)
+
+
+def test_the_banners_try_it_command_runs_as_printed(node: Node, tmp_path: Path) -> None:
+    """On a port other than make run's the command names the node (--url), and the token; run
+    with neither ALARMHUB_URL nor ALARMHUB_TOKEN set, it stores its signal."""
+    assert f"--url {node.url} " in node.banner
+    bare = {k: v for k, v in node.env.items() if k not in ("ALARMHUB_URL", "ALARMHUB_TOKEN")}
+    block = Block(tmp_path, "the banner", 0, f"{node.banner}\n# signal accepted (stored durably)\n")
+    run_block(block, Node(node.url, node.dc09, bare, node.banner), checkout(node, tmp_path))

@@ -96,11 +96,13 @@ def missing_output(expected: list[str], output: str) -> str | None:
 
 @dataclass(frozen=True)
 class Node:
-    """Where the blocks run: the node's address and DC-09 listener, the environment."""
+    """Where the blocks run: the node's address and DC-09 listener, the environment, and the
+    "try it" command of its start banner."""
 
     url: str
     dc09: str
     env: dict[str, str]
+    banner: str
 
 
 def run_block(block: Block, node: Node, workdir: Path, timeout: float = 120.0) -> str:
