@@ -4,7 +4,7 @@ free ports, a DC-09 listener included), one test case per file, its blocks in or
 
 The rules (tests/support/runnable_docs.py has them in full, README.md's Development section in
 short): each block runs with ``bash -e -o pipefail`` in a working directory of its file's own
-that holds ``.venv/bin`` (this venv's, first on PATH) and ``var`` (the node's data directory);
+that holds ``.venv`` (this venv, its bin first on PATH) and ``var`` (the node's data directory);
 ``ALARMHUB_TOKEN`` is the demo token, ``ALARMHUB_DATA_DIR`` the data directory, ``ALARMHUB_URL``
 the node; the literal ``http://127.0.0.1:8080`` in a block becomes the node's address and
 ``127.0.0.1:9999`` its DC-09 listener. A comment line right after a command names output that
@@ -61,9 +61,8 @@ def test_every_doc_has_runnable_blocks() -> None:
 
 
 def checkout(node: Node, directory: Path) -> Path:
-    """``directory`` made to look like a checkout after ``make run``: .venv/bin and var."""
-    (directory / ".venv").mkdir()
-    (directory / ".venv" / "bin").symlink_to(Path(sys.executable).parent)
+    """``directory`` made to look like a checkout after ``make run``: .venv and var."""
+    (directory / ".venv").symlink_to(Path(sys.executable).parent.parent)
     (directory / "var").symlink_to(node.env["ALARMHUB_DATA_DIR"])
     return directory
 

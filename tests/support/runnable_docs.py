@@ -6,7 +6,7 @@ The rules, which README.md's Development section repeats for writers of the docs
 - A block is runnable when the line right before its ```` ```sh ```` fence is
   ``<!-- runnable -->`` (an HTML comment, invisible where the Markdown is rendered).
 - Each block runs with ``bash -e -o pipefail``, the blocks of one file in order and in one
-  working directory of their own, which holds ``.venv/bin`` (this venv's ``bin``, also first on
+  working directory of their own, which holds ``.venv`` (this venv, its ``bin`` also first on
   PATH) and ``var`` (the demo node's data directory), as in a checkout after ``make run``.
   ``ALARMHUB_TOKEN`` is the demo's bearer token, ``ALARMHUB_DATA_DIR`` the node's data directory
   and ``ALARMHUB_URL`` its address; in the block's text ``http://127.0.0.1:8080`` (the address of
