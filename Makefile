@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= var
 LISTEN ?= 127.0.0.1:8080
+# the SIA DC-09 port (TCP and UDP) of `make run`, on loopback: docs/dc09.md sends a frame to it
+DC09_LISTEN ?= 127.0.0.1:9999
 # the PostgreSQL server of the suite's PostgreSQL tests (each gets a database of its own)
 ALARMHUB_TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 export ALARMHUB_TEST_DATABASE_URL
@@ -24,7 +26,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
-	$(BIN)/alarmhub serve --demo --data-dir $(DATA_DIR) --listen $(LISTEN)
+	$(BIN)/alarmhub serve --demo --data-dir $(DATA_DIR) --listen $(LISTEN) --dc09-listen $(DC09_LISTEN)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench

@@ -1,6 +1,7 @@
 """The clearly labelled demo setup that ``make run`` provisions on a new database only, and its
 removal (``alarmhub demo remove``): its token revoked, its operator disabled, its credentials
-file deleted.
+file deleted. The banner of each start shows the credentials and a "try it" command for the
+node's own address.
 
 The demo's accounts are the fictitious example data set (``examples/``, made by
 ``alarmhub.example_data``): 300 accounts on the demo's line mask, with their zones, panel users,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -21,8 +23,9 @@ from sqlalchemy.engine import Engine
 from alarmhub import example_data
 from alarmhub.clock import now_us
 from alarmhub.core.response import Agency, AgencyKind
+from alarmhub.settings import DEFAULT_URL
 from alarmhub.store import contacts as contact_store
-from alarmhub.store import operator_access, operators, provisioning, response
+from alarmhub.store import dc09, operator_access, operators, provisioning, response
 from alarmhub.store import schema as s
 
 DRIVER = "demo"
@@ -30,12 +33,16 @@ DNIS = "1234"
 MASK = "70####"
 TOKEN_NAME = "demo-token"  # noqa: S105 (a name, not a secret)
 SOURCE = "demo-site"
+DC09_LINE = ("0", "0")  # DC-09 receiver 0 line 0 goes through the demo's dnis
 OPERATOR = "D1"
 CREDENTIALS_FILE = "DEMO-CREDENTIALS.txt"
 ACCOUNTS = example_data.DEFAULT_ACCOUNTS
 FIRST_ACCOUNT = example_data.account_number(1)
 LAST_ACCOUNT = example_data.account_number(ACCOUNTS)
 TRY_ACCOUNT = example_data.account_number(42)  # the account of the "try it" signal
+TRY_IT = "  try it        "  # the banner's line of the "try it" command
+TOKEN_LABEL = "  bearer token  "  # noqa: S105 (the label of the credentials line)
+_TOKEN = re.compile(f"^{re.escape(TOKEN_LABEL)}(\\S+)", re.MULTILINE)
 # what the CSV import loads, in this order (agencies come first, added one by one)
 IMPORTS = {
     "account": "accounts.csv",
@@ -49,6 +56,7 @@ def provision(engine: Engine, data_dir: Path) -> str:
     """Create the demo driver, dnis line, accounts and token; write and return the credentials."""
     provisioning.add_driver(engine, DRIVER)
     provisioning.add_dnis(engine, DNIS, MASK)
+    dc09.add_line(engine, *DC09_LINE, DNIS)
     load_examples(engine)
     token = provisioning.create_token(
         engine, TOKEN_NAME, drivers=[DRIVER], pairs=[f"{SOURCE}:{DRIVER}"]
@@ -113,14 +121,13 @@ def credentials_text(token: str, password: str, codes: tuple[str, str, str]) -> 
     lines = [
         "DEMO SETUP (for trying alarmhub; remove it before real use: alarmhub demo remove)",
         f"  driver        {DRIVER}",
-        f"  dnis          {DNIS} with line mask {MASK} (panel 0042 -> account 700042)",
+        f"  dnis          {DNIS} with line mask {MASK} (panel 0042 -> account 700042); "
+        f"DC-09 receiver {DC09_LINE[0]} line {DC09_LINE[1]} goes through it",
         f"  accounts      {FIRST_ACCOUNT}-{LAST_ACCOUNT}, fictitious, with zones, panel users, "
         "contacts and agencies",
-        f"  bearer token  {token}   (name {TOKEN_NAME})",
+        f"{TOKEN_LABEL}{token}   (name {TOKEN_NAME})",
         f"  heartbeat     {SOURCE}:{DRIVER}",
         f"  console       operator {OPERATOR} (a supervisor), password {password}  at /console",
-        f"  try it        ALARMHUB_TOKEN={token} .venv/bin/alarmhub send "
-        f"{SOURCE}:{DRIVER} --dnis {DNIS} --panel 0042 --code E110 --zone 015   (KITCHEN SMOKE)",
         f"  passcodes     account {TRY_ACCOUNT}: {name}'s passcode {passcode}; "
         f"its duress code {duress} (answers verified, and raises a DURESS alarm)",
     ]
@@ -130,6 +137,29 @@ def credentials_text(token: str, password: str, codes: tuple[str, str, str]) -> 
 def saved_credentials(data_dir: Path) -> str | None:
     path = data_dir / CREDENTIALS_FILE
     return path.read_text() if path.is_file() else None
+
+
+def try_it(token: str, url: str) -> str:
+    """A command that sends the demo's "try it" signal to the node at ``url``, as printed."""
+    address = "" if url == DEFAULT_URL else f" --url {url}"
+    return (
+        f"ALARMHUB_TOKEN={token} .venv/bin/alarmhub send {SOURCE}:{DRIVER}{address} "
+        f"--dnis {DNIS} --panel 0042 --code E110 --zone 015"
+    )
+
+
+def banner(data_dir: Path, url: str) -> str | None:
+    """What a start shows of the demo, None once it is removed: the saved credentials (without
+    the "try it" line that files of older versions kept) and the "try it" command for the node
+    whose signaling interface is at ``url``."""
+    text = saved_credentials(data_dir)
+    if text is None:
+        return None
+    kept = "".join(line for line in text.splitlines(True) if not line.startswith(TRY_IT))
+    token = _TOKEN.search(kept)
+    if token is None:
+        return kept
+    return f"{kept}{TRY_IT}{try_it(token.group(1), url)}   # KITCHEN SMOKE\n"
 
 
 def remove(engine: Engine, data_dir: Path) -> dict[str, bool]:

@@ -15,6 +15,8 @@ from alarmhub.core.runaway import DEFAULT_LIMIT, DEFAULT_MINUTES
 from alarmhub.core.supervision import DEFAULT_TIMEOUT_S
 
 CONFIG_FILE = "alarmhub.toml"
+DEFAULT_LISTEN = "127.0.0.1:8080"  # serve's --listen; the command line's HTTP commands call it
+DEFAULT_URL = f"http://{DEFAULT_LISTEN}"
 MAX_DEFAULT_WORKERS = 8
 
 

@@ -202,8 +202,51 @@ def test_account_set_assigns_agencies_and_permit(backend: str, tmp_path: Path) -
     shown = as_dict(cli_json(tmp_path, "account", "set", "A1", "--fire", "", "--medical", "EMS1"))
     assert [a["code"] for a in shown["agencies"]] == ["SPD", "EMS1"]
     assert shown["permit"] == "P-77"
-    assert cli(tmp_path, "account", "set", "A1", "--permit", "").stdout == "account A1 set\n"
-    assert as_dict(cli_json(tmp_path, "account", "set", "A1"))["permit"] == ""
+    assert as_dict(cli_json(tmp_path, "account", "set", "A1", "--permit", ""))["permit"] == ""
+
+
+def test_account_set_prints_the_agencies_permit_phone_and_duress_code(
+    backend: str, tmp_path: Path
+) -> None:
+    """What docs/accounts.md says it prints, on its own lines ('-' for none)."""
+    station(tmp_path)
+    agencies(tmp_path)
+    cli(
+        tmp_path,
+        "agency",
+        "add",
+        "SPD",
+        "--kind",
+        "police",
+        "--name",
+        "Springfield PD",
+        "--phone",
+        "555-0199",
+    )
+    shown = cli(
+        tmp_path,
+        "account",
+        "set",
+        "A1",
+        "--police",
+        "SPD",
+        "--medical",
+        "EMS1",
+        "--permit",
+        "P-2026-0042",
+        env={DURESS_ENV: "help-me-1"},
+    ).stdout
+    assert shown.splitlines() == [
+        "account A1 set",
+        "  police       SPD: Springfield PD, 555-0199",
+        "  fire         -",
+        "  medical      EMS1: County EMS",
+        "  permit       P-2026-0042",
+        "  phone        -",
+        "  duress code  yes",
+    ]
+    cleared = cli(tmp_path, "account", "set", "A1", "--police", "", "--clear-duress-code").stdout
+    assert "  police       -\n" in cleared and cleared.endswith("  duress code  no\n")
 
 
 def duress_hash(data_dir: Path) -> str | None:

@@ -17,6 +17,7 @@ from alarmhub.clock import now_us
 from alarmhub.core import units
 from alarmhub.core.supervision import HEARTBEAT_INTERVAL_S
 from alarmhub.core.tokens import split_pair
+from alarmhub.settings import DEFAULT_URL
 
 
 def _pair(value: str) -> tuple[str, str]:
@@ -37,7 +38,7 @@ def client_options(func: F) -> F:
     return click.option(
         "--url",
         envvar="ALARMHUB_URL",
-        default="http://127.0.0.1:8080",
+        default=DEFAULT_URL,
         show_default=True,
         help="Address of the signaling interface (env ALARMHUB_URL).",
     )(func)
@@ -153,7 +154,7 @@ def heartbeat(pair: str, interval: float, count: int | None, url: str, token: st
 @click.command()
 @click.argument("method", type=click.Choice(["XMHIST", "XMAPEND", "XMAINPRO"]))
 @click.argument("fields", nargs=-1, metavar="[FIELD=VALUE]...")
-@click.option("--url", envvar="ALARMHUB_URL", default="http://127.0.0.1:8080", show_default=True)
+@click.option("--url", envvar="ALARMHUB_URL", default=DEFAULT_URL, show_default=True)
 @click.option("--appkey", envvar="ALARMHUB_APPKEY", default="alarmhub-cli", show_default=True)
 @click.option("--username", envvar="ALARMHUB_USERNAME", required=True, help="The API user.")
 @secret_option(

@@ -4,6 +4,7 @@ accounts and the query interface's API users."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -297,7 +298,30 @@ def account_set(
         clear_duress_code,
         phone,
     )
-    emit(as_json, shown, lambda: click.echo(f"account {account_number} set"))
+    emit(as_json, shown, lambda: click.echo(_response_text(account_number, shown)))
+
+
+def _response_text(account_number: str, shown: dict[str, Any]) -> str:
+    """What ``account set`` prints: the account's agencies (code: name, phone), permit,
+    premises phone and whether it has a duress code, ``-`` for none."""
+    from alarmhub.core.response import AgencyKind
+
+    agencies = {agency["kind"]: agency for agency in shown["agencies"]}
+    rows = [
+        (
+            kind.value,
+            f"{found['code']}: " + ", ".join(filter(None, (found["name"], found["phone"])))
+            if (found := agencies.get(kind.value))
+            else "-",
+        )
+        for kind in AgencyKind
+    ]
+    rows += [
+        ("permit", shown["permit"] or "-"),
+        ("phone", shown["phone"] or "-"),
+        ("duress code", "yes" if shown["has_duress_code"] else "no"),
+    ]
+    return "\n".join([f"account {account_number} set", *(f"  {k:<12} {v}" for k, v in rows)])
 
 
 @account.command("remove")

@@ -18,6 +18,7 @@ from alarmhub.cli.output import (
     provisioning_errors,
     station_key,
 )
+from alarmhub.settings import DEFAULT_LISTEN
 
 if TYPE_CHECKING:
     from alarmhub.settings import Settings
@@ -36,7 +37,7 @@ def _address(value: str | None) -> tuple[str, int] | None:
 
 @click.command()
 @click.option(
-    "--listen", default="127.0.0.1:8080", show_default=True, help="HOST:PORT for both interfaces."
+    "--listen", default=DEFAULT_LISTEN, show_default=True, help="HOST:PORT for both interfaces."
 )
 @click.option("--rx-listen", help="HOST:PORT for the signaling interface alone.")
 @click.option("--rest-listen", help="HOST:PORT for the query interface and console alone.")
@@ -89,6 +90,7 @@ def serve(
         listeners = [Listener(*rx, ("rx", "rest"))]
     else:
         listeners = [Listener(*rx, ("rx",)), Listener(*rest, ("rest",))]
+    rx_listener = next(listener for listener in listeners if "rx" in listener.parts)
     dc09 = [address for address in map(_address, dc09_listen) if address is not None]
     metrics = _address(metrics_listen)
 
@@ -106,7 +108,7 @@ def serve(
         for host, port in dc09:
             click.echo(f"SIA DC-09  {host}:{port}  (TCP and UDP)")
         if with_demo:
-            text = demo.saved_credentials(settings.data_dir)
+            text = demo.banner(settings.data_dir, rx_listener.url())
             if text:
                 click.echo(text, nl=False)
         if settings.workers > 1:
