@@ -56,7 +56,9 @@ def test_p_checks_the_passcode_again_after_a_check(hub: Hub, page: Page) -> None
     page.keyboard.press("Enter")
     expect(page.locator("#passcode-answer")).to_have_text("NOT VERIFIED")
     expect(box).not_to_be_focused()
-    expect(page.locator("#alarm-feedback")).to_have_text(f"Alarm {fire}: passcode NOT VERIFIED.")
+    expect(page.locator("#alarm-feedback")).to_have_text(
+        f"Alarm {fire} FIRE {BUSY_ACCOUNT}: passcode NOT VERIFIED."
+    )
 
     page.keyboard.press("p")  # the console's key again: no "p" typed into the box
     expect(box).to_be_focused()

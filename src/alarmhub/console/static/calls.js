@@ -310,7 +310,7 @@
       answerFor = id;
       showAnswer(data.verified);
       hub.showError("");
-      hub.feedback(`Alarm ${id}: passcode ${data.verified ? "VERIFIED" : "NOT VERIFIED"}.`);
+      if (hub.state.openId === id) hub.said(`passcode ${data.verified ? "VERIFIED" : "NOT VERIFIED"}`);
     } catch (err) {
       hub.showError(err.message);
     }

@@ -147,6 +147,13 @@
   // "Alarm 123 FIRE 700042", of an alarm of the detail, the siblings or the queues
   const alarmName = (a) => `Alarm ${a.alarm_id} ${a.type} ${a.account_number}`;
 
+  // the feedback line of an action on the open alarm: "Alarm 123 FIRE 700042: note added."
+  function said(what) {
+    const d = state.detail;
+    const name = d && d.alarm.alarm_id === state.openId ? alarmName(d.alarm) : `Alarm ${state.openId}`;
+    feedback(`${name}: ${what}.`);
+  }
+
   function toLogin() {
     window.location.assign("/console/login");
   }
@@ -695,8 +702,7 @@
       afterResolve(shown, body.resolution, data.resolved || [id]);
       return;
     }
-    const name = shown ? alarmName(shown.alarm) : `Alarm ${id}`;
-    feedback(`${name}: ${DONE[path](body)}.`);
+    said(DONE[path](body));
     await loadDetail();
   }
 
@@ -728,6 +734,7 @@
       if (data.alarm) {
         state.mine.add(data.alarm.alarm_id);
         openAlarm(data.alarm.alarm_id);
+        feedback(`${alarmName(data.alarm)}: ${DONE.take()}.`);
       } else {
         banner("No pending alarm to take.");
       }
@@ -899,7 +906,7 @@
   }
 
   window.alarmhub = {
-    api, el, $, replaceKeepingFocus, banner, feedback, when, paint, me, state, hooks, forms: FORMS,
+    api, el, $, replaceKeepingFocus, banner, feedback, said, when, paint, me, state, hooks, forms: FORMS,
     act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm, showView, duration,
   };
   start();

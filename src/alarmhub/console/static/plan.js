@@ -261,8 +261,7 @@
     try {
       await hub.api("POST", `/alarms/${id}/${path}`, body);
       hub.hideForms();
-      const done = path === "dispatch" ? `${body.agency} dispatched, AVS ${body.avs}` : `step ${body.position} done`;
-      hub.feedback(`Alarm ${id}: ${done}.`);
+      hub.said(path === "dispatch" ? `${body.agency} dispatched, AVS ${body.avs}` : `step ${body.position} done`);
       await hub.loadDetail();
     } catch (err) {
       showPlanError(err.message);
