@@ -58,6 +58,49 @@ def shot(page: Page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
+SHOWN_JS = """
+function shown(node) {
+  // the element's box, and the part of it its scrolling boxes and the window show
+  const box = node.getBoundingClientRect();
+  let rect = { left: box.left, top: box.top, right: box.right, bottom: box.bottom };
+  for (let p = node.parentElement; p; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const clip = p.getBoundingClientRect();
+    rect = {
+      left: Math.max(rect.left, clip.left), top: Math.max(rect.top, clip.top),
+      right: Math.min(rect.right, clip.right), bottom: Math.min(rect.bottom, clip.bottom),
+    };
+  }
+  rect = {
+    left: Math.max(rect.left, 0), top: Math.max(rect.top, 0),
+    right: Math.min(rect.right, innerWidth), bottom: Math.min(rect.bottom, innerHeight),
+  };
+  return { rect, box };
+}
+function cutOff(node) {
+  // how many pixels of the element's box are out of sight (0: wholly in view)
+  const { rect, box } = shown(node);
+  if (rect.right <= rect.left || rect.bottom <= rect.top) return Infinity;
+  return Math.abs(rect.left - box.left) + Math.abs(rect.right - box.right)
+    + Math.abs(rect.top - box.top) + Math.abs(rect.bottom - box.bottom);
+}
+"""
+"""Functions for a page's measures: ``shown(node)`` (its box, and the part of it on screen),
+``cutOff(node)`` (how many pixels of it are out of sight)."""
+
+
+def cut_off(page: Page, selector: str) -> float:
+    """How many pixels of the first element ``selector`` finds are out of sight: cut by the
+    boxes that scroll it or by the window (0: wholly in view)."""
+    return float(
+        page.evaluate(
+            f"(selector) => {{ {SHOWN_JS} return cutOff(document.querySelector(selector)); }}",
+            selector,
+        )
+    )
+
+
 def watch_problems(page: Page) -> list[str]:
     """The errors a page logs or throws, as they happen (a test ends asserting there were none)."""
     problems: list[str] = []
@@ -81,3 +124,15 @@ def sign_in_not_receiving(page: Page, url: str, code: str, password: str) -> Non
     expect(page.locator("#receiving")).to_have_text("Receiving Signals")
     page.click("#receiving")
     expect(page.locator("#receiving")).to_have_text("Not Receiving")
+
+
+def sign_in_with_alarms(page: Page, url: str, code: str, password: str) -> None:
+    """Sign ``code``, who has alarms in process, in on the console at ``url``: the screen of
+    one of them opens by itself; close it."""
+    page.goto(f"{url}/console/login")
+    page.fill("#code", code)
+    page.fill("#password", password)
+    page.click("#sign-in")
+    expect(page.locator("#alarm-screen")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#alarm-screen")).to_be_hidden()

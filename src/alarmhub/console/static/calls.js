@@ -112,13 +112,31 @@
       $("#call-list tbody"), ...list.contacts.map((contact, i) => contactRow(contact, i, list.next)),
     );
     $("#call-list-empty").hidden = list.contacts.length > 0;
+    showNext(alarmId, list.next);
     drawFacts(response);
     $("#form-passcode").hidden = !mineInProcess;
     fillContacts();
     if (focusPasscode && mineInProcess) {
       focusPasscode = false;
+      $("#passcode-text").value = "";
       $("#passcode-text").focus();
     }
+  }
+
+  // the call list's box scrolls the next contact to its top, when it is not wholly in view, when an
+  // alarm opens and when the next one changes (never on other redraws: the operator may have
+  // scrolled it)
+  let nextShown = null;
+  function showNext(alarmId, next) {
+    const key = `${alarmId}:${next}`;
+    if (key === nextShown) return;
+    nextShown = key;
+    const row = $(`#call-list tr[data-contact-id="${next}"]`);
+    const box = $("#call-list").closest(".list-box");
+    if (!row || !box) return;
+    const shown = row.getBoundingClientRect();
+    const frame = box.getBoundingClientRect();
+    if (shown.top < frame.top || shown.bottom > frame.bottom) box.scrollTop += shown.top - frame.top;
   }
 
   // the call form ------------------------------------------------------------------------------
@@ -224,8 +242,16 @@
   }
 
   function onCallKey(e) {
-    if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest("textarea")) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const key = e.key.toLowerCase();
+    if (e.target.closest("textarea")) {
+      // the note: Enter logs the call, Shift+Enter is a new line, other keys type
+      if (key !== "enter" || e.shiftKey || e.isComposing) return;
+      $("#form-call").requestSubmit();
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
     if (OUTCOME_KEYS[key] && !$("#call-outcomes").hidden) {
       const radio = $(`#call-outcomes input[value="${OUTCOME_KEYS[key]}"]`);
       radio.checked = true;
@@ -276,6 +302,7 @@
     const passcode = input.value;
     if (id === null || !passcode) return;
     showAnswer(null);
+    input.blur(); // the keys are the console's again: the next P must not type a "p" here
     try {
       // a duress code answers verified too: nothing on screen tells it apart
       const data = await hub.api("POST", `/alarms/${id}/passcode`, { passcode });
@@ -283,6 +310,7 @@
       answerFor = id;
       showAnswer(data.verified);
       hub.showError("");
+      if (hub.state.openId === id) hub.said(`passcode ${data.verified ? "VERIFIED" : "NOT VERIFIED"}`);
     } catch (err) {
       hub.showError(err.message);
     }
@@ -300,14 +328,18 @@
       hub.openAlarm(id);
       return;
     }
-    if (!$("#form-passcode").hidden && !$("#alarm-response").hidden) $("#passcode-text").focus();
-    else hub.banner("This alarm has no passcode check (not yours, or no response data).");
+    if (!$("#form-passcode").hidden && !$("#alarm-response").hidden) {
+      const input = $("#passcode-text");
+      input.value = ""; // a fresh box for each check
+      input.focus();
+    } else hub.banner("This alarm has no passcode check (not yours, or no response data).");
   }
 
   // wiring -------------------------------------------------------------------------------------
 
   hub.hooks.detail.push(draw);
   hub.hooks.formOpened.push(formOpened);
+  hub.hooks.opened.push(() => { nextShown = null; });
   for (let n = 1; n <= 9; n += 1) hub.hooks.keys[String(n)] = () => callContact(n);
   hub.hooks.keys.p = passcodeKey;
   Object.assign(hub, { callPremises, focusCallList, focusPasscode: passcodeKey });

@@ -16,9 +16,10 @@
   };
   // what the other scripts add: after the alarm screen is drawn, after a form opens, after an
   // action is refused, keys, to a resolution's body, after each snapshot of the queues, after
-  // a view is shown
+  // a view is shown, when an alarm is opened
   const hooks = {
     detail: [], formOpened: [], refused: [], keys: {}, resolving: [], snapshot: [], viewShown: [],
+    opened: [],
   };
 
   // DOS 16-colour palette; COLOR is two hex digits, background then foreground.
@@ -48,6 +49,8 @@
     source: null,
   };
   const rowsOf = { pending: new Map(), "in-process": new Map(), "on-hold": new Map() };
+  // the alarm screen's boxes that scroll (console.css): its body, its columns, its long lists
+  const SCROLLING = ["alarm-body", "col-main", "column", "list-box"].map((c) => `#alarm-screen .${c}`).join(", ");
 
   // helpers ------------------------------------------------------------------------------------
 
@@ -129,6 +132,26 @@
     node.hidden = false;
     clearTimeout(bannerTimer);
     bannerTimer = setTimeout(() => { node.hidden = true; }, kind === "error" ? 10000 : 6000);
+    if (state.openId !== null) feedback(text, kind); // the banner is behind the alarm screen
+  }
+
+  // the alarm screen's feedback line: what the last action did; it stays until the next one,
+  // or until another alarm is opened by hand
+  function feedback(text, kind) {
+    const node = $("#alarm-feedback");
+    node.textContent = text || "";
+    node.className = `feedback ${kind || ""}`;
+    node.hidden = !text;
+  }
+
+  // "Alarm 123 FIRE 700042", of an alarm of the detail, the siblings or the queues
+  const alarmName = (a) => `Alarm ${a.alarm_id} ${a.type} ${a.account_number}`;
+
+  // the feedback line of an action on the open alarm: "Alarm 123 FIRE 700042: note added."
+  function said(what) {
+    const d = state.detail;
+    const name = d && d.alarm.alarm_id === state.openId ? alarmName(d.alarm) : `Alarm ${state.openId}`;
+    feedback(`${name}: ${what}.`);
   }
 
   function toLogin() {
@@ -273,25 +296,26 @@
   }
 
   const text = (value) => el("td", {}, value === null || value === undefined ? "" : value);
+  const wrapped = (value) => el("td", { class: "wrap" }, value || ""); // names and cities wrap
   const eventText = (a) => el("td", { class: "text" }, a.hist_text);
 
   const COLUMNS = {
     pending: (a) => [
       el("td", { class: "age", "data-since": a.pending_us }, ""),
       text(a.priority), text(a.type), el("td", { class: "num" }, a.account_number),
-      text(a.company_name), eventText(a), el("td", { class: "num" }, a.zone),
-      el("td", { class: "num" }, a.area), text(a.city), flags(a),
+      wrapped(a.company_name), eventText(a), el("td", { class: "num" }, a.zone),
+      el("td", { class: "num" }, a.area), wrapped(a.city), flags(a),
     ],
     "in-process": (a) => [
       el("td", { class: "age", "data-since": a.pending_us }, ""),
       el("td", { class: "age", "data-since": a.taken_us || a.pending_us }, ""),
       text(a.opr), text(a.priority), text(a.type), el("td", { class: "num" }, a.account_number),
-      text(a.company_name), eventText(a), el("td", { class: "num" }, a.zone), flags(a),
+      wrapped(a.company_name), eventText(a), el("td", { class: "num" }, a.zone), flags(a),
     ],
     "on-hold": (a) => [
       el("td", { class: "age", "data-until": a.hold_until_us }, ""),
       text(a.opr), text(a.priority), text(a.type), el("td", { class: "num" }, a.account_number),
-      text(a.company_name), eventText(a), el("td", { class: "text" }, a.hold_reason),
+      wrapped(a.company_name), eventText(a), el("td", { class: "text" }, a.hold_reason),
     ],
   };
 
@@ -399,8 +423,14 @@
     state.mine = mine;
     if (!fresh.length) return;
     const openIsMine = state.openId !== null && mine.has(state.openId);
-    if (state.openId === null || (!openIsMine && !anyFormOpen())) openAlarm(fresh[0]);
-    else if (!fresh.includes(state.openId)) banner(`Alarm ${fresh[0]} is now in process with you.`);
+    const news = `Alarm ${fresh[0]} is now in process with you`;
+    if (state.openId === null || (!openIsMine && !anyFormOpen())) {
+      const known = state.openId === null ? "" : $("#alarm-feedback").textContent;
+      openAlarm(fresh[0], { keepFeedback: true });
+      feedback([known, `${news}: opened.`].filter(Boolean).join(" "));
+    } else if (!fresh.includes(state.openId)) {
+      feedback([$("#alarm-feedback").textContent, `${news}.`].filter(Boolean).join(" "));
+    }
   }
 
   // charts -------------------------------------------------------------------------------------
@@ -456,11 +486,16 @@
 
   // the alarm screen ---------------------------------------------------------------------------
 
-  function openAlarm(id) {
+  // opening an alarm shows it from its top; what the last action did stays on the feedback line
+  // only when the opening follows from it (a resolve, a hand-out)
+  function openAlarm(id, { keepFeedback = false } = {}) {
     state.openId = id;
     state.detail = null;
     hideForms();
+    if (!keepFeedback) feedback("");
     $("#alarm-screen").hidden = false;
+    for (const box of document.querySelectorAll(SCROLLING)) box.scrollTop = 0;
+    for (const hook of hooks.opened) hook(id);
     $("#alarm-title").textContent = `Alarm ${id}`;
     for (const known of Object.values(rowsOf)) {
       for (const [rowId, entry] of known) entry.tr.classList.toggle("open", rowId === id);
@@ -474,6 +509,7 @@
     clearTimeout(state.detailTimer);
     state.detailTimer = null;
     hideForms();
+    feedback("");
     $("#alarm-screen").hidden = true;
     for (const known of Object.values(rowsOf)) {
       for (const entry of known.values()) entry.tr.classList.remove("open");
@@ -627,8 +663,9 @@
     if (name === "resolve") fillResolutions();
     form.hidden = false;
     const first = form.querySelector("textarea, input, select");
-    if (first) first.focus();
+    if (first) first.focus({ preventScroll: true });
     for (const hook of hooks.formOpened) hook(name);
+    form.scrollIntoView({ block: "nearest" }); // the whole form in view, its field focused
   }
 
   function fillResolutions() {
@@ -640,18 +677,55 @@
     }
   }
 
-  async function act(path, body, done) {
+  const DONE = {
+    take: () => "taken: in process with you",
+    "take-over": () => "taken over: in process with you",
+    call: (body) => (body.outcome ? `call to ${body.phone} logged: ${body.outcome.replaceAll("-", " ")}` : "call logged"),
+    note: () => "note added",
+    hold: (body) => `on hold for ${body.minutes} min: back to pending then`,
+  };
+
+  async function act(path, body) {
     const id = state.openId;
+    const shown = state.detail && state.detail.alarm.alarm_id === id ? state.detail : null;
     showError("");
+    let data;
     try {
-      const data = await api("POST", `/alarms/${id}/${path}`, body);
-      if (done) done(data);
-      hideForms();
-      await loadDetail();
+      data = await api("POST", `/alarms/${id}/${path}`, body);
     } catch (err) {
       showError(err.message);
       for (const hook of hooks.refused) hook(path, err);
+      return;
     }
+    hideForms();
+    if (path === "resolve" && shown) {
+      afterResolve(shown, body.resolution, data.resolved || [id]);
+      return;
+    }
+    said(DONE[path](body));
+    await loadDetail();
+  }
+
+  // after a resolve: say so, and open the next alarm to work on: the site's next one in process
+  // with the operator, else another of theirs, else the site's next pending one
+  function afterResolve(shown, code, resolved) {
+    const done = new Set(resolved);
+    const others = resolved.filter((id) => id !== shown.alarm.alarm_id);
+    let text = `${alarmName(shown.alarm)} resolved (${code})`;
+    if (others.length) text += `, with ${others.join(", ")}`;
+    const siblings = (shown.siblings || []).filter((s) => !done.has(s.alarm_id));
+    const next = siblings.find((s) => s.state === "in_process" && s.opr === me.code) ||
+      state.inProcess.find((a) => a.opr === me.code && !done.has(a.alarm_id)) ||
+      siblings.find((s) => s.state === "pending");
+    if (!next) {
+      feedback(`${text}. No other alarm is in process with you: N takes the next pending one.`);
+      loadDetail();
+      return;
+    }
+    const how = next.state === "pending" ? "pending: Take it" : "in process with you";
+    openAlarm(next.alarm_id, { keepFeedback: true });
+    const named = { account_number: shown.alarm.account_number, ...next }; // siblings: the same site
+    feedback(`${text}. Next: ${alarmName(named)} (${how}), opened.`);
   }
 
   async function takeNext() {
@@ -660,6 +734,7 @@
       if (data.alarm) {
         state.mine.add(data.alarm.alarm_id);
         openAlarm(data.alarm.alarm_id);
+        feedback(`${alarmName(data.alarm)}: ${DONE.take()}.`);
       } else {
         banner("No pending alarm to take.");
       }
@@ -831,7 +906,7 @@
   }
 
   window.alarmhub = {
-    api, el, $, replaceKeepingFocus, banner, when, paint, me, state, hooks, forms: FORMS,
+    api, el, $, replaceKeepingFocus, banner, feedback, said, when, paint, me, state, hooks, forms: FORMS,
     act, openAlarm, loadDetail, openForm, hideForms, showError, myAlarm, showView, duration,
   };
   start();

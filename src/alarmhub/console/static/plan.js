@@ -212,16 +212,13 @@
       drawRefusal();
     }
     showPlanError("");
-    if (name !== "dispatch" && name !== "step") return;
-    if (name === "dispatch") {
-      const wanted = presetAgency || defaultAgency();
-      $("#dispatch-agency").value = wanted;
-      presetAgency = null;
-      drawEcv();
-      const first = $("#dispatch-avs input");
-      if (first) first.focus();
-    }
-    $(`#form-${name}`).scrollIntoView({ block: "nearest" });
+    if (name !== "dispatch") return;
+    const wanted = presetAgency || defaultAgency();
+    $("#dispatch-agency").value = wanted;
+    presetAgency = null;
+    drawEcv();
+    const first = $("#dispatch-avs input");
+    if (first) first.focus({ preventScroll: true });
   }
 
   // the agency of the plan's first dispatch step still to do, else of its first one, else police
@@ -264,6 +261,7 @@
     try {
       await hub.api("POST", `/alarms/${id}/${path}`, body);
       hub.hideForms();
+      hub.said(path === "dispatch" ? `${body.agency} dispatched, AVS ${body.avs}` : `step ${body.position} done`);
       await hub.loadDetail();
     } catch (err) {
       showPlanError(err.message);

@@ -92,6 +92,7 @@
 
   async function move(e) {
     e.preventDefault();
+    $("#move-to").blur(); // the keys are the console's again once the move is asked for
     const to = $("#move-to").value;
     if (!to || !account) return;
     try {
