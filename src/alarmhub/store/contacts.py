@@ -68,19 +68,30 @@ ListKey = tuple[str, str]
 def _lists_of(conn: Connection, keys: Sequence[ListKey]) -> dict[ListKey, list[int]]:
     """The contacts of call lists in calling order (a list no contact is on: empty)."""
     lists: dict[ListKey, list[int]] = {key: [] for key in keys}
-    for chunk in chunks(sorted(lists)):
+    for chunk in chunks(sorted({account for account, _ in lists})):  # an account has few lists
         for account, name, contact_id in conn.execute(
             select(ENTRY.account_number, ENTRY.list_name, ENTRY.contact_id)
-            .where(tuple_(ENTRY.account_number, ENTRY.list_name).in_(list(chunk)))
+            .where(ENTRY.account_number.in_(chunk))
             .order_by(ENTRY.account_number, ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
         ):
-            lists[(account, name)].append(int(contact_id))
+            if (account, name) in lists:
+                lists[(account, name)].append(int(contact_id))
     return lists
 
 
-def _write_lists(conn: Connection, lists: Mapping[ListKey, list[int]]) -> None:
-    """Keep each call list as its contacts, numbered 1, 2, 3... in that order."""
-    for chunk in chunks(sorted(lists)):
+def _write_lists(
+    conn: Connection,
+    lists: Mapping[ListKey, list[int]],
+    before: Mapping[ListKey, list[int]] | None = None,
+) -> None:
+    """Keep each call list as its contacts, numbered 1, 2, 3... in that order. Given the lists
+    as they were (``before``), one that only grew at its end (a new list, or one added to last:
+    most of an import) gets only its new entries; any other is written again whole."""
+    kept = dict.fromkeys(lists, 0)
+    if before is not None:
+        kept.update((k, len(before[k])) for k in lists if lists[k][: len(before[k])] == before[k])
+    again = sorted(k for k in lists if before is None or (before[k] and not kept[k]))
+    for chunk in chunks(again):
         conn.execute(
             delete(schema.call_list_entry).where(
                 tuple_(ENTRY.account_number, ENTRY.list_name).in_(list(chunk))
@@ -91,6 +102,7 @@ def _write_lists(conn: Connection, lists: Mapping[ListKey, list[int]]) -> None:
          "position": position}
         for (account, name), contacts in lists.items()
         for position, contact_id in enumerate(contacts, start=1)
+        if position > kept[(account, name)]
     ]  # fmt: skip
     for chunk in chunks(rows):
         conn.execute(insert(schema.call_list_entry), list(chunk))
@@ -115,7 +127,7 @@ def place_all(conn: Connection, places: Sequence[Place], stay: bool = False) -> 
             contacts.remove(contact_id)
         at = len(contacts) if where.order is None else min(where.order - 1, len(contacts))
         contacts.insert(at, contact_id)
-    _write_lists(conn, {key: lists[key] for key in keys if lists[key] != before[key]})
+    _write_lists(conn, {key: lists[key] for key in keys if lists[key] != before[key]}, before)
 
 
 def _take_off(conn: Connection, account: str, contact_id: int, list_names: Iterable[str]) -> None:
