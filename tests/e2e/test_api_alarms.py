@@ -25,14 +25,16 @@ KEYS = {
     "dealer": (("accounts:read", "alarms:read"), "70000"),
     "reader": (("accounts:read",), ""),
     "watcher": (("alarms:read",), ""),
+    "dealer2": (("accounts:write",), "70000"),
 }
+API_USER = ("integrator", "integrator-secret-1")
 MISSING = "700000"  # in the dealer's range, not an account
 
 
 @pytest.fixture(scope="module")
 def hub(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiHub]:
     data_dir: Path = tmp_path_factory.mktemp("apialarms")
-    with api_hub(data_dir, KEYS) as hub:
+    with api_hub(data_dir, KEYS, api_user=API_USER) as hub:
         hub.console("OP1")  # signed in before any alarm, not receiving: alarms stay pending
         yield hub
 
@@ -165,6 +167,24 @@ def test_history_with_the_xmhist_filters(hub: ApiHub) -> None:
     old = {"start_date": "2001-01-01", "stop_date": "2001-01-31"}
     assert pages(hub, "dealer", path, **old) == []
     assert pages(hub, "dealer", path, hours="1", search_type="OPR") == with_opr
+
+
+def test_the_api_s_audit_records_are_operator_records(hub: ApiHub) -> None:
+    account = "700007"
+    hub.ok("dealer2", "PUT", f"/accounts/{account}/zones/5", {"description": "BACK DOOR"}, 201)
+    assert hub.audit_texts(account) == ["API dealer2: PUT ZONE 005"]
+    path = f"/accounts/{account}/history"
+    assert pages(hub, "dealer", path) == []
+    (record,) = pages(hub, "dealer", path, search_type="OPR")
+    assert (record["type"], record["pr_checksum"], record["hist_text"]) == (
+        "API", "API", "API dealer2: PUT ZONE 005",
+    )  # fmt: skip
+    xmhist = {"ACCOUNT": account, "HOURS": "24", "ARRAY": "Y"}
+    assert hub.xm("XMHIST", **xmhist)["EVENT"] == []
+    (event,) = hub.xm("XMHIST", **xmhist, SEARCHTYPE="OPR")["EVENT"]
+    assert (event["TYPE"], event["PR_CHECKSUM"], event["HIST_TEXT"]) == (
+        "API", "API", "API dealer2: PUT ZONE 005",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -271,6 +271,7 @@ def test_who_asked_for_a_test_and_who_ended_it(hub: ApiHub) -> None:
         {"minutes": 30, "zones": [1]},
         {"minutes": 30, "zones": ["abc"]},
         {"minutes": 30, "types": ["burglary!"]},
+        {"minutes": 30, "types": ["BRUG"]},  # not a TYPE of the station
         {"minutes": 30, "by": "x" * 41},
         {"minutes": 30, "reason": "x" * 201},
         {"minutes": 30, "colour": "red"},

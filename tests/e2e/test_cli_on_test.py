@@ -128,6 +128,11 @@ def test_start_signal_list_report_and_stop(station: Station, engine: Engine) -> 
         (("start", ON_TEST, "--minutes", "0", "--by", "x"), 2, "'--minutes'"),
         (("start", ON_TEST, "--minutes", "5", "--by", "x", "--zone", "1000"), 2, "--zone"),
         (("start", ON_TEST, "--minutes", "5", "--by", " "), 2, "--by"),
+        (
+            ("start", ON_TEST, "--minutes", "5", "--by", "x", "--type", "NOPE"),
+            1,
+            "error: no alarm TYPE NOPE at this station",
+        ),
         (("start", ON_TEST, "--minutes", "5"), 2, "--by"),
         (("report", "799999"), 1, "error: no account '799999'"),
     ],

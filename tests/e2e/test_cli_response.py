@@ -373,7 +373,12 @@ def test_contact_add_list_update_and_remove(backend: str, tmp_path: Path) -> Non
     assert al["lists"] == [{"name": "PRIMARY", "order": 1}]
 
     listed = as_list(cli_json(tmp_path, "contact", "list", "A1"))
-    assert [c["name"] for c in listed] == ["Al", "Bob", "Jane Roe"]
+    assert [c["name"] for c in listed] == ["Al", "Jane Roe", "Bob"]  # in calling order
+    assert [c["lists"] for c in listed] == [
+        [{"name": "PRIMARY", "order": 1}],
+        [{"name": "PRIMARY", "order": 2}],
+        [{"name": "KEYHOLDERS", "order": 1}, {"name": "PRIMARY", "order": 3}],
+    ]
     for row in listed:
         assert {"id", "name", "phones", "lists", "has_passcode"} <= set(row)
     human = cli(tmp_path, "contact", "list", "A1").stdout
@@ -403,8 +408,8 @@ def test_contact_add_list_update_and_remove(backend: str, tmp_path: Path) -> Non
         cli(tmp_path, "contact", "remove", "A1", str(al["id"]), check=False)
     )
     assert [c["name"] for c in as_list(cli_json(tmp_path, "contact", "list", "A1"))] == [
-        "Bob",
         "Jane Roe",
+        "Bob",
     ]
 
 
@@ -452,7 +457,7 @@ def test_contact_passcode_from_environment_or_standard_input_never_shown(
     listed = cli(tmp_path, "contact", "list", "A1", "--json").stdout
     for secret in ("open-sesame", "4321", jane_hash, bob_hash, "argon2", "passcode_hash"):
         assert secret not in listed
-    assert [c["has_passcode"] for c in json.loads(listed)] == [False, True, True]
+    assert [c["has_passcode"] for c in json.loads(listed)] == [True, True, False]  # Jane, Bob, Al
     assert "argon2" not in cli(tmp_path, "contact", "list", "A1").stdout
 
     contact(tmp_path, "update", "A1", str(bob["id"]), "--passcode", "-", stdin="9876\n")
@@ -594,10 +599,10 @@ def test_contact_import_places_contacts_on_lists_and_imports_again(
     assert "contacts added 2, updated 0, rows refused 4" in first.stdout
     before = as_list(cli_json(tmp_path, "contact", "list", "A1"))
     assert [(c["name"], c["lists"]) for c in before] == [
-        ("Di", [{"name": "KEYHOLDERS", "order": 2}]),
         ("Jane", [{"name": "KEYHOLDERS", "order": 1}, {"name": "PRIMARY", "order": 1}]),
+        ("Di", [{"name": "KEYHOLDERS", "order": 2}]),
     ]
-    assert before[1]["phones"] == [
+    assert before[0]["phones"] == [
         {"number": "555-0100", "kind": "home"},
         {"number": "555-0101", "kind": "mobile"},
     ]
@@ -606,6 +611,67 @@ def test_contact_import_places_contacts_on_lists_and_imports_again(
     assert (again["added"], again["updated"]) == (0, 2)
     assert [r["line"] for r in again["refused"]] == [4, 5, 6, 8]
     assert cli_json(tmp_path, "contact", "list", "A1") == before
+
+
+def test_contact_list_is_in_calling_order(backend: str, tmp_path: Path) -> None:
+    station(tmp_path)
+    for name, lists in [("Ann", ["night:1"]), ("Bea", ["primary:2"]), ("Cy", ["fire:1"]),
+                        ("Dee", ["fire:1", "primary:1"]), ("Eve", ["night:2"])]:  # fmt: skip
+        contact(tmp_path, "add", "A1", "--name", name, *(a for x in lists for a in ("--list", x)))
+    abe = contact(tmp_path, "add", "A1", "--name", "Abe")
+    contact(tmp_path, "update", "A1", str(abe["id"]), "--off-list", "primary")  # on no list
+    listed = as_list(cli_json(tmp_path, "contact", "list", "A1"))
+    # PRIMARY by order, then FIRE's and NIGHT's others (lists by name), then those on none
+    assert [c["name"] for c in listed] == ["Dee", "Bea", "Cy", "Ann", "Eve", "Abe"]
+    human = cli(tmp_path, "contact", "list", "A1").stdout.splitlines()[1:]
+    assert [line.split()[1] for line in human] == ["Dee", "Bea", "Cy", "Ann", "Eve", "Abe"]
+
+
+def test_contact_import_keeps_the_fields_the_file_has_no_column_for(
+    backend: str, tmp_path: Path
+) -> None:
+    station(tmp_path)
+    details = ("--phone", "home:555-0100", "--phone", "555-0101", "--email", "jane@example.org")
+    jane = contact(tmp_path, "add", "A1", "--name", "Jane", *details, "--notes", "keys")
+    no_phones = "account,name,relation\nA1,Jane,manager\n"
+    assert report(imported(tmp_path, "contact", no_phones, "--json"))["updated"] == 1
+    (listed,) = as_list(cli_json(tmp_path, "contact", "list", "A1"))
+    assert listed["phones"] == jane["phones"]  # no phone column: its numbers stay
+    assert (listed["email"], listed["notes"], listed["relation"]) == (
+        "jane@example.org", "keys", "manager",
+    )  # fmt: skip
+    assert listed["lists"] == jane["lists"]
+    emptied = "account,name,email,phone1\nA1,Jane,,\n"  # an empty field of a column: cleared
+    assert report(imported(tmp_path, "contact", emptied, "--json"))["updated"] == 1
+    (listed,) = as_list(cli_json(tmp_path, "contact", "list", "A1"))
+    assert (listed["phones"], listed["email"], listed["notes"]) == ([], "", "keys")
+
+
+def test_contact_import_places_contacts_as_contact_update_does(
+    backend: str, tmp_path: Path
+) -> None:
+    station(tmp_path)
+    jane = contact(tmp_path, "add", "A1", "--name", "Jane")  # PRIMARY 1
+    contact(tmp_path, "add", "A1", "--name", "Bob")  # PRIMARY 2
+    first = "account,name,list,order\nA1,Al,PRIMARY,1\nA1,Jane,,\n"
+    assert report(imported(tmp_path, "contact", first, "--json"))["refused"] == []
+    places = [(c["name"], c["lists"]) for c in as_list(cli_json(tmp_path, "contact", "list", "A1"))]
+    assert places == [  # Al at 1: the others move down one; Jane, no order, stays where she is
+        ("Al", [{"name": "PRIMARY", "order": 1}]),
+        ("Jane", [{"name": "PRIMARY", "order": 2}]),
+        ("Bob", [{"name": "PRIMARY", "order": 3}]),
+    ]
+    assert report(imported(tmp_path, "contact", first, "--json"))["updated"] == 2
+    again = [(c["name"], c["lists"]) for c in as_list(cli_json(tmp_path, "contact", "list", "A1"))]
+    assert again == places  # importing again changes nothing
+    moved = "account,name,list,order\nA1,Bob,primary,1\nA1,Cy,primary,2\n"
+    assert report(imported(tmp_path, "contact", moved, "--json"))["refused"] == []
+    contact(tmp_path, "update", "A1", str(jane["id"]), "--list", "primary:1")  # the same rule
+    listed = as_list(cli_json(tmp_path, "contact", "list", "A1"))
+    assert [(c["name"], c["lists"]) for c in listed] == [
+        (name, [{"name": "PRIMARY", "order": order}])
+        for order, name in enumerate(["Jane", "Bob", "Cy", "Al"], start=1)
+    ]
 
 
 def test_imports_refuse_a_bad_header_and_name_their_columns(backend: str, tmp_path: Path) -> None:

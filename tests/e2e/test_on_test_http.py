@@ -125,6 +125,7 @@ def test_an_operator_puts_an_account_on_test_and_ends_it(hub: Hub) -> None:
         ({"minutes": 10081, "by": "x"}, 422, "OPS-TEST"),
         ({"minutes": 5, "by": "x", "zones": ["1000"]}, 422, "OPS-TEST"),
         ({"minutes": 5, "by": "x", "types": ["BU-RG"]}, 422, "OPS-TEST"),
+        ({"minutes": 5, "by": "x", "types": ["NOPE"]}, 422, "OPS-TEST"),
         ({"minutes": 5, "by": "   "}, 422, "OPS-TEST"),
         ({"minutes": 5, "by": "x", "reason": "r" * 201}, 422, "OPS-TEST"),
         ({"minutes": "5", "by": "x"}, 422, "CONSOLE-INPUT"),

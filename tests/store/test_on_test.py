@@ -26,7 +26,7 @@ from alarmhub.core.on_test import RETURN_TYPE, START_TYPE
 from alarmhub.core.operations import AlarmState
 from alarmhub.core.response import Zone
 from alarmhub.core.router import RoutePath
-from alarmhub.store import on_test, queries, response
+from alarmhub.store import on_test, provisioning, queries, response
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.routing import SignalRouting
@@ -240,11 +240,22 @@ def test_a_second_start_changes_the_running_test(engine: Engine) -> None:
     ]
 
 
+def test_a_test_names_only_alarm_types_the_station_has(engine: Engine) -> None:
+    unknown = refusal(lambda: start(engine, types=["NOPE"]))
+    assert (unknown.code, unknown.message, unknown.status) == (
+        "OPS-TEST", "no alarm TYPE NOPE at this station", 422,
+    )  # fmt: skip
+    with engine.connect() as conn:
+        assert on_test.running_tests(conn, T0) == []
+    provisioning.set_alarm_type(engine, "130", type="INTRU")  # the station's own TYPE
+    assert start(engine, types=["intru"])["types"] == ["INTRU"]
+
+
 def test_refusals_change_nothing(engine: Engine) -> None:
     unknown = refusal(lambda: start(engine, account="799999"))
     assert (unknown.code, unknown.message) == ("OPS-ACCOUNT", "no account '799999'")
     for wrong in ({"minutes": 0}, {"minutes": 10081}, {"zones": ["1000"]}, {"types": ["B-1"]},
-                  {"by": " "}, {"reason": "x" * 201}):  # fmt: skip
+                  {"types": ["BURG", "NOPE"]}, {"by": " "}, {"reason": "x" * 201}):  # fmt: skip
         assert refusal(lambda w=wrong: start(engine, **w)).code == "OPS-TEST"
     never = refusal(lambda: act(engine, lambda c: on_test.report(c, ACCOUNT)))
     assert never.code == "OPS-TEST"

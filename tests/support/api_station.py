@@ -82,10 +82,12 @@ def api_hub(
     revoked: Iterable[str] = (),
     agencies: Iterable[Agency] = (),
     bulk: int = 0,
+    api_user: tuple[str, str] = ("", ""),
 ) -> Iterator[ApiHub]:
     """The console's station with ``keys`` made (those named in ``revoked`` then revoked),
-    ``agencies`` added and ``bulk`` more accounts (800000, 800001, ..., loaded by the store's
-    import as ``account import`` does), its node running in this process (UTC)."""
+    ``agencies`` added, ``bulk`` more accounts (800000, 800001, ..., loaded by the store's
+    import as ``account import`` does) and, when named, a query interface ``api_user`` (name,
+    password) the hub signs as; its node running in this process (UTC)."""
     token, engine = provision_console(data_dir)
     if bulk:
         provisioning.upsert_accounts(
@@ -103,6 +105,9 @@ def api_hub(
         made[name] = str(created["key"])
     for name in revoked:
         cli(data_dir, "apikey", "revoke", name)
-    with running(ApiHub, data_dir, token, engine, DNIS, env={"ALARMHUB_TIMEZONE": "UTC"}) as hub:
+    if api_user[0]:
+        cli(data_dir, "apiuser", "add", api_user[0], "--password", api_user[1])
+    utc = {"ALARMHUB_TIMEZONE": "UTC"}
+    with running(ApiHub, data_dir, token, engine, DNIS, api_user, utc) as hub:
         hub.keys.update(made)
         yield hub

@@ -78,6 +78,15 @@ def test_types_follow_the_type_pattern() -> None:
     refusal(on_test.check_types, [f"T{n}" for n in range(on_test.TYPES_MAX + 1)])
 
 
+def test_types_on_test_are_types_the_station_has() -> None:
+    on_test.check_station_has(("BURG", "FIRE"), DEFAULTS.values())
+    on_test.check_station_has((), DEFAULTS.values())
+    unknown = refusal(on_test.check_station_has, ("BURG", "BRUG"), DEFAULTS.values())
+    assert (unknown.message, unknown.status) == ("no alarm TYPE BRUG at this station", 422)
+    renamed = [t for t in DEFAULTS.values() if t.type != "BURG"]  # a station that renamed BURG
+    refusal(on_test.check_station_has, ("BURG",), renamed)
+
+
 def test_by_is_required_and_reason_is_short() -> None:
     assert on_test.check_by("  J Smith ") == "J Smith"
     for wrong in ("", "   ", "x" * 41, "tab\there"):

@@ -88,3 +88,21 @@ def test_a_contact_s_passcode_is_verified_and_a_wrong_one_is_not() -> None:
 def test_the_duress_code_answers_verified_like_a_good_one() -> None:
     answer = response.check_passcode("0000", ["hash:1234"], "hash:0000", _matches)
     assert answer == PasscodeAnswer(verified=True, duress=True)
+
+
+def test_calling_order_is_primary_then_the_other_lists_then_none() -> None:
+    places = {
+        "on no list": [],
+        "night 1": [("NIGHT", 1)],
+        "fire 1, night 2": [("NIGHT", 2), ("FIRE", 1)],
+        "primary 2": [("PRIMARY", 2)],
+        "fire 2, primary 1": [("FIRE", 2), ("PRIMARY", 1)],
+        "fire 3": [("FIRE", 3)],
+    }
+    ranked = sorted(places, key=lambda name: response.calling_order(places[name]))
+    assert ranked == [
+        "fire 2, primary 1", "primary 2", "fire 1, night 2", "fire 3", "night 1", "on no list",
+    ]  # fmt: skip
+    assert sorted(["NIGHT", "PRIMARY", "FIRE"], key=response.call_list_rank) == [
+        "PRIMARY", "FIRE", "NIGHT",
+    ]  # fmt: skip

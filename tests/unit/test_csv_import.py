@@ -72,13 +72,16 @@ def test_rows_become_the_stores_items() -> None:
     )
     assert item("zone", account="A1", zone="15", description="DOOR") == Zone("A1", "15", "DOOR")
     assert item("user", account="A1", user="2", name="JO") == PanelUser("A1", "2", "JO")
-    contact, place = item(
+    contact, place, given = item(
         "contact", account="A1", name="Jane", phone1="555", kind1="Home", phone2="556", order="2"
     )
     assert contact == Contact("A1", "Jane", (Phone("555", PhoneKind.HOME), Phone("556")))
     assert (place.list_name, place.order) == ("PRIMARY", 2)
-    _, place = item("contact", account="A1", name="Jane", list="keyholders")
+    assert given == {"phones"}  # the columns of the row's file: the other fields are kept
+    _, place, given = item("contact", account="A1", name="Jane", list="keyholders", notes="")
     assert (place.list_name, place.order) == ("KEYHOLDERS", None)
+    assert given == {"notes"}
+    assert item("contact", account="A1", name="Jane", kind3="", email="")[2] == {"phones", "email"}
 
 
 @pytest.mark.parametrize(

@@ -243,10 +243,14 @@ def contact_remove(
 @json_option
 @provisioning_errors
 def contact_list(account_number: str, data_dir: Path | None, as_json: bool) -> None:
-    """List the contacts of ACCOUNT with their numbers and call lists (never passcodes)."""
+    """List the contacts of ACCOUNT with their numbers and call lists (never passcodes), in
+    calling order: PRIMARY's by their order, then the other lists' (by name), then those on no
+    list."""
     from alarmhub.store import contacts as contact_store
 
-    rows = contact_store.list_contacts(open_store(data_dir), account_number)
+    rows = contact_store.in_calling_order(
+        contact_store.list_contacts(open_store(data_dir), account_number)
+    )
     shown = [
         {
             **row,

@@ -154,8 +154,11 @@ def order_of(text: str) -> int:
     return int(text) if text.isascii() and text.isdigit() else 0
 
 
-def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any]:
+def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any, frozenset[str]]:
+    """A contact row: the contact, its place, and the contact's fields the file has columns
+    for (an existing contact keeps the others)."""
     from alarmhub.store.contacts import placement
+    from alarmhub.store.response_import import CONTACT_FIELDS
 
     phones = []
     for number, kind in PHONE_FIELDS:
@@ -174,7 +177,10 @@ def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any]:
     _checked(contact, rules.contact_problem(contact))
     order = f.get("order", "")
     place = placement(f.get("list") or rules.DEFAULT_CALL_LIST, order_of(order) if order else None)
-    return contact, place
+    given = frozenset(
+        name for name, columns in CONTACT_FIELDS.items() if not f.keys().isdisjoint(columns)
+    )
+    return contact, place, given
 
 
 def _store_contacts(engine: Engine, lines: Lines) -> Stored:
@@ -244,9 +250,12 @@ FORMATS = {
             _store_contacts,
             "A contact is known by account and name: a contact on two call lists is two rows "
             "with the same account and name, each naming one list (empty: PRIMARY) and its "
-            "order (empty: last). Each row holds the whole contact, so give its numbers and "
-            "details on every row of it (the last one wins). A kind is mobile, home or work "
-            "(empty: mobile). Passcodes are not imported: set each with 'contact update "
+            "order (empty: last, or where it is already); a contact at that order and those "
+            "after it move down one, as with 'contact update --list'. A column left out "
+            "changes nothing of a contact that exists (the phone columns together: any of "
+            "them replaces every number); an empty field clears it. Give a contact's numbers "
+            "and details on every row of it (the last one wins). A kind is mobile, home or "
+            "work (empty: mobile). Passcodes are not imported: set each with 'contact update "
             "--passcode'.",
         ),
     )

@@ -69,8 +69,8 @@ def test_group() -> None:
               help="Only this zone is on test, 000-999 (repeatable; none: every "
               "zone).")  # fmt: skip
 @click.option("--type", "types", multiple=True, metavar="TYPE",
-              help="Only alarms of this TYPE are on test, e.g. BURG (repeatable; none: every "
-              "TYPE).")  # fmt: skip
+              help="Only alarms of this TYPE are on test, e.g. BURG, one the station's alarm "
+              "types give (see 'alarmtype list'; repeatable; none: every TYPE).")  # fmt: skip
 @click.option("--by", required=True, metavar="WHO",
               help="Who asked for the test (e.g. the technician), "
               f"1-{rules.BY_MAX} characters.")  # fmt: skip

@@ -314,9 +314,5 @@ def call_lists(contacts: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
     return [
         {"name": name, "contacts": sorted(entries, key=lambda e: (e["order"], e["id"]))}
-        for name, entries in sorted(lists.items(), key=lambda item: _list_rank(item[0]))
+        for name, entries in sorted(lists.items(), key=lambda item: rules.call_list_rank(item[0]))
     ]
-
-
-def _list_rank(name: str) -> tuple[bool, str]:
-    return (name != rules.DEFAULT_CALL_LIST, name)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alarmhub.core import units
-from alarmhub.core.alarm_types import TEST_END_NOT_RESTORED, TYPE_PATTERN
+from alarmhub.core.alarm_types import TEST_END_NOT_RESTORED, TYPE_PATTERN, AlarmType
 from alarmhub.core.errors import ActionRefused
 
 MINUTES_MAX = 10080
@@ -92,6 +92,16 @@ def check_types(given: Iterable[str]) -> tuple[str, ...]:
     if len(types) > TYPES_MAX:
         raise refused(f"at most {TYPES_MAX} alarm TYPEs on test at once")
     return tuple(sorted(types))
+
+
+def check_station_has(types: Iterable[str], alarm_types: Iterable[AlarmType]) -> None:
+    """Refuse a TYPE on test that no alarm type of the station gives its events (``alarmhub
+    alarmtype list``): no signal could ever match it, and the account would show as on test
+    while its signals still pend."""
+    known = {t.type for t in alarm_types}
+    unknown = [name for name in types if name not in known]
+    if unknown:
+        raise refused(f"no alarm TYPE {unknown[0]} at this station")
 
 
 def check_by(by: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 NUMBER_DIGITS = 3  # zones and panel users: 000-999
 DEFAULT_CALL_LIST = "PRIMARY"
@@ -65,6 +66,20 @@ def call_list_problem(name: str) -> str | None:
     ):
         return f"a call list name is 1-{CALL_LIST_MAX} letters, digits, '-' or '_'"
     return None
+
+
+def call_list_rank(name: str) -> tuple[bool, str]:
+    """Where a call list comes among an account's: PRIMARY first, then the others by name."""
+    return (name != DEFAULT_CALL_LIST, name)
+
+
+def calling_order(places: Iterable[tuple[str, int]]) -> tuple[Any, ...]:
+    """A contact's place in calling order, as a station reads an account's contacts, from its
+    places (call list, order): those of PRIMARY by their order first, then those of the other
+    lists (by name) who are not on an earlier one, each list by order; contacts on no list
+    last."""
+    first = min(((call_list_rank(name), order) for name, order in places), default=None)
+    return (1,) if first is None else (0, first)
 
 
 def zone_description(

@@ -62,6 +62,7 @@ class RoutePath(StrEnum):
     OPERATOR = "OPERATOR"  # an operator's action on an alarm
     STORM = "STORM"  # an operator-handled event whose TYPE is in storm mode: the storm list
     ON_TEST = "ONTEST"  # the account is on test and the signal matches the test: history only
+    API = "API"  # a change made through the integrator API: its audit record, naming the key
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +196,10 @@ def runaway_key(account_number: str, dnis: str, panel: str) -> str:
     return account_number or f"?{dnis}/{panel}"
 
 
-SIGNAL_PATHS = frozenset(
-    path.value for path in RoutePath if path not in (RoutePath.SYSTEM, RoutePath.OPERATOR)
-)
+OPERATOR_RECORDS = frozenset({RoutePath.OPERATOR.value, RoutePath.API.value})
+"""The paths of the records of people's actions (an operator's, an integrator API key's): records
+of their own, which history shows with SEARCHTYPE=OPR only (decisions section 3)."""
+SIGNAL_PATHS = frozenset(p.value for p in RoutePath) - OPERATOR_RECORDS - {RoutePath.SYSTEM.value}
 """The paths of a routed signal's history event (one event per signal)."""
 RUNAWAY_PATHS = SIGNAL_PATHS - {RoutePath.ON_TEST.value}
 """The paths of the signals runaway counts: all but those of accounts on test."""

@@ -13,15 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, tuple_, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import response as rules
 from alarmhub.core.errors import ProvisioningError
-from alarmhub.core.response import Contact, Phone
+from alarmhub.core.response import DEFAULT_CALL_LIST, Contact, Phone
 from alarmhub.store import alarm_response, schema
-from alarmhub.store.alarm_response import CONTACT, ENTRY, PHONE_COLUMNS, RESPONSE
+from alarmhub.store.alarm_response import CONTACT, ENTRY, PHONE_COLUMNS, RESPONSE, chunks
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import checked, need_account
@@ -59,56 +59,84 @@ def contact_values(contact: Contact) -> dict[str, Any]:
     return values
 
 
-def _list_of(conn: Connection, account: str, list_name: str) -> list[int]:
-    """The contacts of a call list in calling order."""
-    return [
-        int(contact_id)
-        for contact_id in conn.execute(
-            select(ENTRY.contact_id)
-            .where(ENTRY.account_number == account, ENTRY.list_name == list_name)
-            .order_by(ENTRY.position, ENTRY.contact_id)
-        ).scalars()
-    ]
+Place = tuple[str, int, Placement]
+"""A place of a contact (its account and id) on one of the account's call lists."""
+ListKey = tuple[str, str]
+"""A call list: its account and name."""
 
 
-def _write_list(conn: Connection, account: str, list_name: str, contacts: list[int]) -> None:
-    """Keep a call list as ``contacts``, numbered 1, 2, 3... in that order."""
-    conn.execute(
-        delete(schema.call_list_entry).where(
-            ENTRY.account_number == account, ENTRY.list_name == list_name
-        )
-    )
-    if contacts:
+def _lists_of(conn: Connection, keys: Sequence[ListKey]) -> dict[ListKey, list[int]]:
+    """The contacts of call lists in calling order (a list no contact is on: empty)."""
+    lists: dict[ListKey, list[int]] = {key: [] for key in keys}
+    for chunk in chunks(sorted({account for account, _ in lists})):  # an account has few lists
+        for account, name, contact_id in conn.execute(
+            select(ENTRY.account_number, ENTRY.list_name, ENTRY.contact_id)
+            .where(ENTRY.account_number.in_(chunk))
+            .order_by(ENTRY.account_number, ENTRY.list_name, ENTRY.position, ENTRY.contact_id)
+        ):
+            if (account, name) in lists:
+                lists[(account, name)].append(int(contact_id))
+    return lists
+
+
+def _write_lists(
+    conn: Connection,
+    lists: Mapping[ListKey, list[int]],
+    before: Mapping[ListKey, list[int]] | None = None,
+) -> None:
+    """Keep each call list as its contacts, numbered 1, 2, 3... in that order. Given the lists
+    as they were (``before``), one that only grew at its end (a new list, or one added to last:
+    most of an import) gets only its new entries; any other is written again whole."""
+    kept = dict.fromkeys(lists, 0)
+    if before is not None:
+        kept.update((k, len(before[k])) for k in lists if lists[k][: len(before[k])] == before[k])
+    again = sorted(k for k in lists if before is None or (before[k] and not kept[k]))
+    for chunk in chunks(again):
         conn.execute(
-            insert(schema.call_list_entry),
-            [
-                {
-                    "account_number": account,
-                    "list_name": list_name,
-                    "contact_id": contact_id,
-                    "position": position,
-                }
-                for position, contact_id in enumerate(contacts, start=1)
-            ],
+            delete(schema.call_list_entry).where(
+                tuple_(ENTRY.account_number, ENTRY.list_name).in_(list(chunk))
+            )
         )
+    rows = [
+        {"account_number": account, "list_name": name, "contact_id": contact_id,
+         "position": position}
+        for (account, name), contacts in lists.items()
+        for position, contact_id in enumerate(contacts, start=1)
+        if position > kept[(account, name)]
+    ]  # fmt: skip
+    for chunk in chunks(rows):
+        conn.execute(insert(schema.call_list_entry), list(chunk))
 
 
-def _place(conn: Connection, account: str, contact_id: int, where: Placement) -> None:
-    """Put a contact on a call list at its order (last when none): those from that order on
-    move down one."""
-    contacts = [c for c in _list_of(conn, account, where.list_name) if c != contact_id]
-    at = len(contacts) if where.order is None else min(where.order - 1, len(contacts))
-    contacts.insert(at, contact_id)
-    _write_list(conn, account, where.list_name, contacts)
+def place_all(conn: Connection, places: Sequence[Place], stay: bool = False) -> None:
+    """Put contacts on call lists, one place after the other, by the one rule of every way in
+    (``contact add``, ``contact update``, ``contact import``, the console, the integrator API):
+    a place with an order puts the contact at that order (1 is called first), whoever is there
+    or after moving down one; a place without one puts it last. A contact already on the list
+    is moved. With ``stay`` (an import) a place without an order leaves a contact already on
+    the list where it is, so that importing a file again changes nothing. Each list is read
+    once and written once, when it changed."""
+    keys = sorted({(account, where.list_name) for account, _, where in places})
+    lists = _lists_of(conn, keys)
+    before = {key: list(contacts) for key, contacts in lists.items()}
+    for account, contact_id, where in places:
+        contacts = lists[(account, where.list_name)]
+        if contact_id in contacts:
+            if stay and where.order is None:
+                continue
+            contacts.remove(contact_id)
+        at = len(contacts) if where.order is None else min(where.order - 1, len(contacts))
+        contacts.insert(at, contact_id)
+    _write_lists(conn, {key: lists[key] for key in keys if lists[key] != before[key]}, before)
 
 
 def _take_off(conn: Connection, account: str, contact_id: int, list_names: Iterable[str]) -> None:
     """Take a contact off call lists; those after it move up one."""
-    for name in list_names:
-        contacts = _list_of(conn, account, name)
-        if contact_id in contacts:
-            contacts.remove(contact_id)
-            _write_list(conn, account, name, contacts)
+    lists = _lists_of(conn, [(account, name) for name in list_names])
+    _write_lists(
+        conn, {key: [c for c in contacts if c != contact_id] for key, contacts in lists.items()
+               if contact_id in contacts}
+    )  # fmt: skip
 
 
 def _name_free(conn: Connection, account: str, name: str, but: int | None = None) -> None:
@@ -152,8 +180,8 @@ def add_contact_in(
         .values({**values, "passcode_hash": passcode_hash, "updated_us": now_us()})
         .returning(CONTACT.contact_id)
     ).scalar_one()
-    for where in lists or [Placement(rules.DEFAULT_CALL_LIST)]:
-        _place(conn, contact.account_number, contact_id, where)
+    account = contact.account_number
+    place_all(conn, [(account, contact_id, w) for w in lists or [Placement(DEFAULT_CALL_LIST)]])
     bump_revision(conn, RESPONSE)
     return int(contact_id)
 
@@ -210,8 +238,7 @@ def update_contact_in(
     _name_free(conn, account_number, values["name"], contact_id)
     conn.execute(update(schema.contact).where(CONTACT.contact_id == contact_id).values(values))
     _take_off(conn, account_number, contact_id, [rules.call_list_name(n) for n in off_lists])
-    for where in lists:
-        _place(conn, account_number, contact_id, where)
+    place_all(conn, [(account_number, contact_id, where) for where in lists])
     bump_revision(conn, RESPONSE)
     return contacts_of(conn, account_number, contact_id)[0]
 
@@ -263,7 +290,7 @@ def set_call_list_in(
     strangers = [c for c in contacts if c not in theirs]
     if strangers:
         raise ProvisioningError(f"account {account_number!r} has no contact {strangers[0]}")
-    _write_list(conn, account_number, name, list(contacts))
+    _write_lists(conn, {(account_number, name): list(contacts)})
     bump_revision(conn, RESPONSE)
     return list(contacts)
 
@@ -303,3 +330,17 @@ def list_contacts(engine: Engine, account_number: str) -> list[dict[str, Any]]:
     with engine.connect() as conn:
         need_account(conn, account_number)
         return contacts_of(conn, account_number)
+
+
+def in_calling_order(contacts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Contacts as :func:`contacts_of` gives them, in calling order (``core.response.
+    calling_order``: PRIMARY's by order, then the other lists', then those on no list), a tie
+    by name."""
+    return sorted(
+        contacts,
+        key=lambda c: (
+            rules.calling_order((place["name"], place["order"]) for place in c["lists"]),
+            c["name"],
+            c["id"],
+        ),
+    )

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from alarmhub.core import events, response
 from alarmhub.core import on_test as rules
-from alarmhub.core.alarm_types import SYSTEM_HANDLED, TEST_END_NOT_RESTORED
+from alarmhub.core.alarm_types import SYSTEM_HANDLED, TEST_END_NOT_RESTORED, merged
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.router import HIST_TEXT_MAX, RoutePath, Router
 from alarmhub.store import events as outbox
@@ -112,14 +112,16 @@ def start(
 ) -> dict[str, Any]:
     """Put ``account`` on test for ``minutes`` (of ``zones`` and ``types`` only, when named),
     asked for by ``by``; ``opr`` is the console's operator (None: the command line). An account
-    already on test keeps its test, with the new end, zones, TYPEs, by and reason. The test as
-    :func:`running_tests` shows it."""
+    already on test keeps its test, with the new end, zones, TYPEs, by and reason. Refused: an
+    unknown account, a value the rules refuse, a TYPE the station's alarm types do not give.
+    The test as :func:`running_tests` shows it."""
     minutes = rules.check_minutes(minutes)
     by = rules.check_by(by)
     zone_list = rules.check_zones(zones)
     type_list = rules.check_types(types)
     reason = rules.check_reason(reason)
     _company(conn, account)
+    rules.check_station_has(type_list, merged(provisioning.alarm_type_overrides(conn)).values())
     values = {
         "zones": rules.joined(zone_list),
         "types": rules.joined(type_list),

@@ -13,19 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, select, tuple_, update
+from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core.response import Contact, PanelUser, Zone
 from alarmhub.store import schema
-from alarmhub.store.alarm_response import ACCOUNT, CONTACT, ENTRY, RESPONSE, chunks
-from alarmhub.store.contacts import Placement, contact_values
+from alarmhub.store.alarm_response import ACCOUNT, CONTACT, PHONE_COLUMNS, RESPONSE, chunks
+from alarmhub.store.contacts import Placement, contact_values, place_all
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.provisioning import bump_revision
 from alarmhub.store.response import (
     CONTACT_KEY,
-    ENTRY_KEY,
     USER_KEY,
     ZONE_KEY,
     known_accounts,
@@ -141,20 +140,40 @@ def upsert_users(engine: Engine, lines: Sequence[tuple[int, PanelUser]]) -> Outc
     return _keyed(engine, lines, schema.account_user, USER_KEY, user_values)
 
 
-ContactLine = tuple[Contact, Placement | None]
+ContactLine = tuple[Contact, Placement, frozenset[str]]
+"""A contact row of an import: the contact, its place on a call list, and which of the contact's
+fields (``phones``, ``email``, ``relation``, ``notes``) the file has columns for."""
+CONTACT_FIELDS = {
+    "phones": tuple(column for pair in PHONE_COLUMNS for column in pair),
+    "email": ("email",),
+    "relation": ("relation",),
+    "notes": ("notes",),
+}
+"""The columns of the contact table each field of a contact row sets."""
 
 
 def upsert_contacts(engine: Engine, lines: Sequence[tuple[int, ContactLine]]) -> Outcome:
-    """Add or update contacts by (account, name) and put each on its row's call list at its
-    order (last when the row names none and it is not on the list yet). A contact on two
-    lists is two rows: the second updates it and adds the second place. Passcodes are not
-    imported: each is set with ``contact update --passcode``."""
+    """Add or update contacts by (account, name) and place each on its rows' call lists, in the
+    order of the rows, by the placing rule of ``contact update`` (``store.contacts.place_all``;
+    a row without an order leaves a contact already on its list where it is). A contact that
+    exists keeps the fields the file has no column for; a contact on two lists is two rows.
+    Passcodes are not imported: each is set with ``contact update --passcode``."""
+    given = frozenset().union(*(fields for _, (_, _, fields) in lines))
+    changed = ["updated_us", *(c for f in sorted(given) for c in CONTACT_FIELDS[f])]
 
     def store(conn: Connection, rows: list[dict[str, Any]], kept: list[tuple[int, Any]]) -> None:
         stamp = now_us()
-        upsert(conn, schema.contact, [{**r, "updated_us": stamp} for r in rows], CONTACT_KEY)
+        upsert(
+            conn, schema.contact, [{**r, "updated_us": stamp} for r in rows], CONTACT_KEY,
+            lambda excluded: {column: excluded[column] for column in changed},
+        )  # fmt: skip
         ids = _contact_ids(conn, sorted({r["account_number"] for r in rows}))
-        _place_all(conn, ids, [item for _, item in kept])
+        places = sorted(
+            (line, contact.account_number, contact.name.strip(), place)
+            for _, (contact, lined) in kept
+            for line, place in lined
+        )
+        place_all(conn, [(a, ids[(a, name)], place) for _, a, name, place in places], stay=True)
 
     return _import(
         engine,
@@ -169,14 +188,14 @@ def upsert_contacts(engine: Engine, lines: Sequence[tuple[int, ContactLine]]) ->
 
 def _merged_contacts(
     lines: Sequence[tuple[int, ContactLine]],
-) -> list[tuple[int, tuple[Contact, list[Placement]]]]:
-    """Rows of the same contact in one chunk become one, with every list its rows name."""
-    merged: dict[tuple[str, str], tuple[int, tuple[Contact, list[Placement]]]] = {}
-    for line, (contact, place) in lines:
+) -> list[tuple[int, tuple[Contact, list[tuple[int, Placement]]]]]:
+    """Rows of the same contact in one chunk become one (its last row's details), with the
+    place of every row, by line."""
+    merged: dict[tuple[str, str], tuple[int, tuple[Contact, list[tuple[int, Placement]]]]] = {}
+    for line, (contact, place, _) in lines:
         key = (contact.account_number, contact.name.strip())
         places = merged[key][1][1] if key in merged else []
-        if place is not None:
-            places.append(place)
+        places.append((line, place))
         merged[key] = (line, (contact, places))
     return list(merged.values())
 
@@ -191,63 +210,6 @@ def _contact_ids(conn: Connection, accounts: list[str]) -> dict[tuple[str, str],
         ):
             ids[(account, name)] = int(contact_id)
     return ids
-
-
-def _place_all(
-    conn: Connection,
-    ids: dict[tuple[str, str], int],
-    items: list[tuple[Contact, list[Placement]]],
-) -> None:
-    """Call list places: an order given is set; none puts a contact not on the list last."""
-    wanted: list[dict[str, Any]] = []
-    appended: list[tuple[str, str, int]] = []
-    for contact, places in items:
-        contact_id = ids[(contact.account_number, contact.name.strip())]
-        for place in places:
-            if place.order is None:
-                appended.append((contact.account_number, place.list_name, contact_id))
-            else:
-                wanted.append(
-                    {
-                        "account_number": contact.account_number,
-                        "list_name": place.list_name,
-                        "contact_id": contact_id,
-                        "position": place.order,
-                    }
-                )
-    upsert(conn, schema.call_list_entry, wanted, ENTRY_KEY)
-    if appended:
-        _append(conn, appended)
-
-
-def _append(conn: Connection, entries: list[tuple[str, str, int]]) -> None:
-    """Put contacts last on their lists, unless they are on them already."""
-    lists = sorted({(account, name) for account, name, _ in entries})
-    last: dict[tuple[str, str], int] = {}
-    present: set[tuple[str, str, int]] = set()
-    for chunk in chunks(lists):
-        for account, name, contact_id, position in conn.execute(
-            select(ENTRY.account_number, ENTRY.list_name, ENTRY.contact_id, ENTRY.position).where(
-                tuple_(ENTRY.account_number, ENTRY.list_name).in_(list(chunk))
-            )
-        ):
-            present.add((account, name, int(contact_id)))
-            last[(account, name)] = max(last.get((account, name), 0), int(position))
-    rows = []
-    for account, name, contact_id in entries:
-        if (account, name, contact_id) in present:
-            continue
-        present.add((account, name, contact_id))
-        last[(account, name)] = position = last.get((account, name), 0) + 1
-        rows.append(
-            {
-                "account_number": account,
-                "list_name": name,
-                "contact_id": contact_id,
-                "position": position,
-            }
-        )
-    upsert(conn, schema.call_list_entry, rows, ENTRY_KEY)
 
 
 def set_account_responses(engine: Engine, rows: Sequence[tuple[str, Mapping[str, str]]]) -> None:

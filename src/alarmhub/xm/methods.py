@@ -18,7 +18,7 @@ from alarmhub.core import response, units
 from alarmhub.core.errors import QueryRefused
 from alarmhub.core.line_mask import ACCOUNT_MAX
 from alarmhub.core.operations import handling_times
-from alarmhub.core.router import RoutePath
+from alarmhub.core.router import OPERATOR_RECORDS, RoutePath
 from alarmhub.store import alarm_response, provisioning, queries
 from alarmhub.store.alarm_response import RESPONSE
 from alarmhub.xm import errors, fields
@@ -171,11 +171,12 @@ def history_event(row: Mapping[str, Any], zone: tzinfo) -> dict[str, str]:
 
 
 def history_paths(query: HistoryQuery) -> frozenset[str]:
-    """The PR_CHECKSUM paths a query shows: operator records only with SEARCHTYPE=OPR, the
-    service system's own events only with SERVICEONLY=Y, none of them with NOMULTIPLES=Y."""
+    """The PR_CHECKSUM paths a query shows: the records of people's actions (an operator's, the
+    integrator API's audit records: ``OPERATOR_RECORDS``) only with SEARCHTYPE=OPR, the service
+    system's own events only with SERVICEONLY=Y, none of them with NOMULTIPLES=Y."""
     paths = frozenset(p.value for p in RoutePath)
     if not query.operator_records:
-        paths -= {RoutePath.OPERATOR.value}
+        paths -= OPERATOR_RECORDS
     if query.service_only:
         paths &= {RoutePath.SYSTEM.value}
     if query.no_multiples:
