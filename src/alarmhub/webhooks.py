@@ -7,14 +7,18 @@ own loop when a node is embedded), off the signal path: the store's work runs in
 while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1 on kept-alive
 connections) with a bounded number of requests in flight (and fewer to any one webhook), each
 given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that hangs holds only
-its own slots. Deliveries come as chains, one account's in event order, sent one after the
-other; a chain stops at its first failure (the rest wait for its retry).
+its own slots. Deliveries come in lanes (one webhook's and one account's,
+:mod:`alarmhub.store.lanes`): each turn reads only the lanes that are due, and takes a chain of
+each lane's first deliveries, sent one after the other; a chain stops at its first failure (the
+rest wait for its retry, the other lanes go on). Once a chain ends, its lane is settled: due
+again when its first pending delivery is (at once, or at that one's retry).
 
 On SQLite this node is the only one delivering: taking deliveries is a read, what is in flight
-or ended is held in memory, and outcomes are recorded in a batch every
+or ended is held in memory, and outcomes are recorded (and lanes settled) in a batch every
 :data:`RECORD_SECONDS`, so sending never waits for the database's write lock, which the signal
-writer holds most. On a database shared by several nodes each turn records what ended and
-claims what it takes (a lease) in one short transaction, so each delivery is sent by one node.
+writer holds most. On a database shared by several nodes each turn records what ended, settles
+lanes and claims the lanes it takes (a lease) in one short transaction, so each delivery is sent
+by one node.
 """
 
 from __future__ import annotations
@@ -84,10 +88,11 @@ class WebhookWorker:
         self._concurrency = concurrency
         self._per_webhook = per_webhook
         self.node = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._in_flight: dict[int, int] = {}  # delivery id -> webhook id: taken, not ended
+        self._in_flight: dict[int, store.Claimed] = {}  # by delivery id: taken, not ended
         self._ended: dict[int, store.Outcome] = {}  # attempted, not recorded yet
         self._recorded: set[int] = set()  # recorded since the last turn (the only node)
-        self._given_back: list[int] = []  # claims not attempted, to release (several nodes)
+        self._to_settle: set[int] = set()  # lanes whose chains ended (or had none), held
+        self._settled: set[int] = set()  # lanes settled since the last turn (the only node)
         self._slots = asyncio.Semaphore(concurrency)
         self._webhook_slots: dict[int, asyncio.Semaphore] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -121,9 +126,11 @@ class WebhookWorker:
         outcomes = list(self._ended.values())
         with write_transaction(self._engine) as conn:
             store.record(conn, outcomes, now_us())
+            store.settle(conn, self._to_settle)
             if self._shared:
                 store.release(conn, self.node)
         self._ended.clear()
+        self._to_settle.clear()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -141,7 +148,7 @@ class WebhookWorker:
 
     async def _turn(self) -> None:
         free = AHEAD * self._concurrency - len(self._in_flight)
-        busy = Counter(self._in_flight.values())
+        busy = Counter(d.webhook_id for d in self._in_flight.values())
         full = {hook for hook, n in busy.items() if n >= AHEAD * self._per_webhook}
         if self._shared:
             chains = await self._claim_turn(max(free, 0), full)
@@ -149,100 +156,115 @@ class WebhookWorker:
             chains = await self._read_turn(max(free, 0), full)
         for chain in chains:
             for delivery in chain:
-                self._in_flight[delivery.delivery_id] = delivery.webhook_id
+                self._in_flight[delivery.delivery_id] = delivery
             self._spawn(self._send_chain(chain), "webhook chain")
 
+    def _held(self) -> set[int]:
+        """The lanes this node holds: sending, or to settle."""
+        return {d.lane_id for d in self._in_flight.values()} | self._to_settle
+
     async def _read_turn(self, free: int, full: set[int]) -> list[list[store.Claimed]]:
-        """The only node: what may go now, read; what this node holds passed over or waited
-        for (an outcome is held until a turn that starts after it is recorded)."""
+        """The only node: what may go now, read, but in the lanes this node holds (an outcome
+        or a lane is held until a turn that starts after it is recorded, or settled)."""
         for delivery_id in self._recorded:
             self._ended.pop(delivery_id, None)
-        self._recorded = set()
+        self._to_settle -= self._settled
+        self._recorded, self._settled = set(), set()
         if free <= 0:
             return []
-        passed = {i for i, o in self._ended.items() if o.state == webhooks.DELIVERED}
-        held = set(self._in_flight) | (self._ended.keys() - passed)
+        held = self._held()
 
-        def take(conn: Connection) -> list[list[store.Claimed]]:
-            return store.take(conn, self._key, now_us(), free, passed=passed, held=held,
-                              skip_webhooks=full)  # fmt: skip
+        def take(conn: Connection) -> store.Taken:
+            now = now_us()
+            chosen = store.due_lanes(conn, now, free, held=held, skip_webhooks=full)
+            return store.take(conn, self._key, now, chosen, free)
 
-        return await read_in_thread(self._engine, take)
+        taken = await read_in_thread(self._engine, take)
+        self._to_settle.update(taken.idle)
+        return taken.chains
 
     async def _record_now_and_then(self) -> None:
-        """The only node: record what ended, every RECORD_SECONDS, in one transaction."""
+        """The only node: record what ended and settle the lanes whose chains ended, every
+        RECORD_SECONDS, in one transaction."""
         while True:
             await asyncio.sleep(RECORD_SECONDS)
             outcomes = [o for i, o in self._ended.items() if i not in self._recorded]
-            if not outcomes:
+            lanes = self._to_settle - self._settled
+            if not outcomes and not lanes:
                 continue
             try:
-                await asyncio.to_thread(self._record, outcomes)
+                settled = await asyncio.to_thread(self._record, outcomes, lanes)
             except Exception as exc:
                 log.warning("webhook outcomes not recorded; will retry", extra={"error": repr(exc)})
                 continue
             self._recorded.update(o.delivery_id for o in outcomes)
+            self._settled |= settled
 
-    def _record(self, outcomes: list[store.Outcome]) -> None:
+    def _record(self, outcomes: list[store.Outcome], lanes: set[int]) -> set[int]:
         with write_transaction(self._engine) as conn:
             store.record(conn, outcomes, now_us())
+            return store.settle(conn, lanes)
 
     async def _claim_turn(self, free: int, full: set[int]) -> list[list[store.Claimed]]:
-        """Several nodes: record what ended, give back what was not attempted, claim what may
-        go now, in one transaction; only when there is something to do (a read says)."""
+        """Several nodes: record what ended, settle the lanes whose chains ended, claim lanes
+        that are due, in one transaction (only when there is something to do: a read says);
+        then read what the lanes claimed may send."""
         outcomes, self._ended = self._ended, {}
-        given_back, self._given_back = self._given_back, []
-        held = set(self._in_flight)
+        lanes = set(self._to_settle)
+        held = self._held()
+        lease = units.seconds_us(LEASE_SECONDS)
 
-        def turn() -> list[list[store.Claimed]]:
-            now = now_us()
-            if not outcomes and not given_back:
+        def turn() -> tuple[set[int], store.Taken]:
+            if not outcomes and not lanes:
                 with self._engine.connect() as conn:
-                    if free <= 0 or not store.take(conn, self._key, now, 1, held=held):
-                        return []
+                    if free <= 0 or not store.due_lanes(conn, now_us(), 1, held=held):
+                        return set(), store.Taken([], [])
             with write_transaction(self._engine) as conn:
                 now = now_us()
                 store.record(conn, list(outcomes.values()), now)
-                store.release(conn, self.node, given_back)
-                if free <= 0:
-                    return []
-                lease = units.seconds_us(LEASE_SECONDS)
-                return store.take(conn, self._key, now, free, held=held, skip_webhooks=full,
-                                  claim=(self.node, lease))  # fmt: skip
+                settled = store.settle(conn, lanes)
+                chosen = store.due_lanes(conn, now, free, held=held, skip_webhooks=full,
+                                         claim=(self.node, lease))  # fmt: skip
+            with self._engine.connect() as conn:  # the lanes are this node's: no lock needed
+                return settled, store.take(conn, self._key, now, chosen, free, now + lease)
 
         try:
-            return await asyncio.to_thread(turn)
+            settled, taken = await asyncio.to_thread(turn)
         except BaseException:
             self._ended = {**outcomes, **self._ended}  # recorded at the next turn
-            self._given_back[:0] = given_back
             raise
+        self._to_settle -= settled
+        self._to_settle.update(taken.idle)
+        return taken.chains
 
     async def _send_chain(self, chain: list[store.Claimed]) -> None:
-        """Send one account's deliveries in order, each once the one before is delivered."""
-        for n, delivery in enumerate(chain):
-            try:
-                attempted = await self._attempt(delivery)
-            except asyncio.CancelledError:  # the node stops: sent again after
-                self._give_back(chain[n:])
-                raise
-            except Exception as exc:
-                attempted = None, repr(exc)
-            if attempted is None:  # its lease would run out: another node may claim it
-                self._give_back(chain[n:])
-                break
-            outcome = self._outcome(delivery, *attempted)
-            self._ended[delivery.delivery_id] = outcome
-            self._in_flight.pop(delivery.delivery_id, None)
-            if outcome.state != webhooks.DELIVERED:
-                self._give_back(chain[n + 1 :])
-                break
+        """Send one lane's deliveries in order, each once the one before is delivered; then
+        the lane is to be settled (due again when its first pending delivery is)."""
+        try:
+            for n, delivery in enumerate(chain):
+                try:
+                    attempted = await self._attempt(delivery)
+                except asyncio.CancelledError:  # the node stops: sent again after
+                    self._give_back(chain[n:])
+                    raise
+                except Exception as exc:
+                    attempted = None, repr(exc)
+                if attempted is None:  # its lease would run out: another node may claim it
+                    self._give_back(chain[n:])
+                    break
+                outcome = self._outcome(delivery, *attempted)
+                self._ended[delivery.delivery_id] = outcome
+                self._in_flight.pop(delivery.delivery_id, None)
+                if outcome.state != webhooks.DELIVERED:
+                    self._give_back(chain[n + 1 :])
+                    break
+        finally:
+            self._to_settle.add(chain[0].lane_id)
         self._wake.set()
 
     def _give_back(self, deliveries: list[store.Claimed]) -> None:
         for delivery in deliveries:
             self._in_flight.pop(delivery.delivery_id, None)
-        if self._shared:
-            self._given_back += [d.delivery_id for d in deliveries]
 
     async def _attempt(self, delivery: store.Claimed) -> tuple[int | None, str | None] | None:
         """How the attempt ended; None when it was not made: the claim's lease would run out

@@ -7,9 +7,8 @@ database; forgotten with their events.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -18,11 +17,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from alarmhub.core import events as kinds
 from alarmhub.core import webhooks as rules
-from alarmhub.store import events, handling
+from alarmhub.store import events, handling, lanes
 from alarmhub.store import schema as s
 from alarmhub.store import webhooks as store
 from alarmhub.store.engine import write_transaction
 from alarmhub.store.routing import SignalRouting
+from tests.support.database import statements_run
 from tests.support.store_station import SECOND, T0, act, route, station
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
@@ -65,11 +65,34 @@ def made(engine: Engine) -> list[tuple[int, int, str, str]]:
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
-def take(engine: Engine, now_us: int, limit: int = 100, **options: Any) -> list[list[int]]:
-    """The event ids of what :func:`store.take` hands out, chain by chain."""
+def take(
+    engine: Engine,
+    now_us: int,
+    limit: int = 100,
+    *,
+    held: Collection[int] = (),
+    claim: tuple[str, int] | None = None,
+) -> list[list[int]]:
+    """The event ids of what the worker takes (the due lanes, claimed with ``claim``, then
+    their first deliveries), chain by chain."""
     with write_transaction(engine) as conn:
-        chains = store.take(conn, KEY, now_us, limit, **options)
+        chosen = store.due_lanes(conn, now_us, limit, held=held, claim=claim)
+    with engine.connect() as conn:
+        chains = store.take(conn, KEY, now_us, chosen, limit).chains
     return [[c.event_id for c in chain] for chain in chains]
+
+
+def ended(engine: Engine, *outcomes: store.Outcome) -> None:
+    """Attempts recorded and their lanes settled, as the worker does once a chain ends."""
+    d = s.webhook_delivery.c
+    with write_transaction(engine) as conn:
+        store.record(conn, outcomes, T0)
+        keys = conn.execute(
+            select(d.webhook_id, d.account_number).where(
+                d.delivery_id.in_([o.delivery_id for o in outcomes])
+            )
+        )
+        store.settle(conn, lanes.ids(conn, store.CHANNEL, keys))
 
 
 def test_deliveries_made_with_the_event_for_the_webhooks_that_want_it(engine: Engine) -> None:
@@ -117,35 +140,56 @@ def test_routing_and_operators_make_deliveries_and_a_rollback_makes_none(engine:
 def test_chains_in_event_order_waiting_behind_a_retry(engine: Engine) -> None:
     add(engine, kinds.ALARM_RAISED)
     a1, b1, a2, b2, a3 = (publish(engine, acc) for acc in (ACCOUNT, OTHER, ACCOUNT, OTHER, ACCOUNT))
-    assert take(engine, T0) == [[a1, a2, a3], [b1, b2]]
-    assert take(engine, T0, limit=3) == [[a1, a2], [b1]]
+    assert sorted(take(engine, T0)) == [[a1, a2, a3], [b1, b2]]
+    assert take(engine, T0, limit=3) == [[a1, a2, a3]]
     first = delivery_of(engine, a1)
-    with write_transaction(engine) as conn:  # a1 failed: retried in 8 s
-        retry = store.Outcome(first, rules.PENDING, 1, 500, "answered HTTP 500", T0 + 8 * SECOND)
-        store.record(conn, [retry], T0)
+    # a1 failed: retried in 8 s
+    ended(engine, store.Outcome(first, rules.PENDING, 1, 500, "answered HTTP 500", T0 + 8 * SECOND))
     assert take(engine, T0 + SECOND) == [[b1, b2]]
-    assert take(engine, T0 + 9 * SECOND) == [[a1, a2, a3], [b1, b2]]
-    # this node sends b1 (held) and has delivered a1 (not recorded yet: passed over)
-    held, passed = {delivery_of(engine, b1)}, {first}
-    assert take(engine, T0 + 9 * SECOND, held=held, passed=passed) == [[a2, a3]]
+    assert take(engine, T0 + 9 * SECOND) == [[b1, b2], [a1, a2, a3]]
+    held = lane_of(engine, OTHER)  # this node sends b's lane
+    assert take(engine, T0 + 9 * SECOND, held=held) == [[a1, a2, a3]]
+    ended(engine, store.Outcome(first, rules.DELIVERED, 2, 204, None, None))
+    assert sorted(take(engine, T0 + 9 * SECOND)) == [[b1, b2], [a2, a3]]
 
 
-def test_a_claim_holds_a_chain_for_one_node_until_recorded_or_released(engine: Engine) -> None:
+def test_a_claim_holds_a_lane_for_one_node_until_settled_or_its_lease_ends(engine: Engine) -> None:
     add(engine, kinds.ALARM_RAISED)
     a1, a2 = publish(engine, ACCOUNT), publish(engine, ACCOUNT)
     b1 = publish(engine, OTHER)
-    assert take(engine, T0, limit=2, claim=("n1", LEASE)) == [[a1, a2]]
+    assert take(engine, T0, limit=1, claim=("n1", LEASE)) == [[a1]]
     assert take(engine, T0, claim=("n2", LEASE)) == [[b1]]  # the other node: what is left
     assert take(engine, T0, claim=("n2", LEASE)) == []
+    ended(engine, store.Outcome(delivery_of(engine, a1), rules.DELIVERED, 1, 204, None, None))
+    assert take(engine, T0, claim=("n2", LEASE)) == [[a2]]  # a's lane settled: free
     with write_transaction(engine) as conn:
-        store.record(conn, [store.Outcome(delivery_of(engine, a1), rules.DELIVERED, 1, 204,
-                                          None, None)], T0)  # fmt: skip
-        store.release(conn, "n2", [delivery_of(engine, a2)])  # not n2's: left alone
-    assert take(engine, T0, claim=("n2", LEASE)) == []
-    with write_transaction(engine) as conn:
-        store.release(conn, "n1", [delivery_of(engine, a2)])
-    assert take(engine, T0, claim=("n2", LEASE)) == [[a2]]
-    assert take(engine, T0 + LEASE + 1, claim=("n1", LEASE)) == [[a2], [b1]]  # leases ran out
+        store.release(conn, "n1")  # not n1's any more: left alone
+    assert take(engine, T0, claim=("n1", LEASE)) == []
+    assert sorted(take(engine, T0 + LEASE + 1, claim=("n1", LEASE))) == [
+        [a2],
+        [b1],
+    ]  # leases ran out
+
+
+def test_a_failing_accounts_backlog_holds_back_no_other_and_is_not_read(engine: Engine) -> None:
+    """Issue 35, 1 and 12: one account's 2,500 deliveries waiting for a retry; the others' are
+    taken at once, and a turn reads the lanes that are due and their first deliveries, never
+    the backlog."""
+    add(engine, kinds.TEST_STARTED)
+    at = [(kinds.TEST_STARTED, ACCOUNT, {"account": ACCOUNT}, T0)] * 2500
+    act(engine, lambda c: events.publish_rows(c, [events.row(*e) for e in at]), queues=True)
+    first = take(engine, T0, limit=10)
+    assert len(first) == 1 and len(first[0]) == 10
+    retry = T0 + 8 * SECOND
+    ended(engine, store.Outcome(delivery_of(engine, first[0][0]), rules.PENDING, 1, 500,
+                                "answered HTTP 500", retry))  # fmt: skip
+    other = publish(engine, OTHER, kinds.TEST_STARTED)
+    with statements_run(engine, lambda sql: "webhook_delivery" in sql) as read:
+        assert take(engine, T0 + SECOND) == [[other]]
+        assert take(engine, T0 + 2 * SECOND, held=lane_of(engine, OTHER)) == []
+    assert len(read) == 2  # the other account's first deliveries, and their bodies
+    # at its retry the failing account goes on from its first delivery, in order
+    assert take(engine, retry, limit=5, held=lane_of(engine, OTHER)) == [first[0][:5]]
 
 
 def test_deliveries_are_forgotten_with_their_events(engine: Engine) -> None:
@@ -156,6 +200,14 @@ def test_deliveries_are_forgotten_with_their_events(engine: Engine) -> None:
         assert events.forget(conn, T0 + 7 * 24 * 3600 * SECOND + SECOND) == 1
     assert [e for _, e, _, _ in made(engine)] == [new]
     assert old < new
+
+
+def lane_of(engine: Engine, account: str) -> list[int]:
+    """The lane of the (first) webhook and ``account``."""
+    with engine.connect() as conn:
+        hook = conn.execute(select(s.webhook.c.webhook_id)).scalars().first()
+        assert hook is not None
+        return lanes.ids(conn, store.CHANNEL, [(hook, account)])
 
 
 def delivery_of(engine: Engine, event_id: int) -> int:

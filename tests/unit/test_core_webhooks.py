@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import itertools
 import time
-from typing import Any
 
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -114,24 +113,8 @@ def test_error_text_is_one_bounded_line() -> None:
     assert webhooks.error_text("a\nb   c" + "x" * 500) == ("a b c" + "x" * 500)[:200]
 
 
-def waiting(delivery_id: int, account: str, due: int = 0, claimed: int | None = None) -> Any:
-    return webhooks.Waiting(delivery_id, account, due, claimed)
-
-
-def test_sendable_chains_keep_each_accounts_order() -> None:
-    queue = [waiting(1, "A"), waiting(2, "B"), waiting(3, "A"), waiting(4, "C"), waiting(5, "A")]
-    assert webhooks.sendable(queue, 10) == [[1, 3, 5], [2], [4]]
-    assert webhooks.sendable(queue, 10, limit=3) == [[1, 3], [2]]
-
-
-def test_an_account_waits_behind_its_first_delivery_that_cannot_go() -> None:
-    queue = [waiting(1, "A", due=20), waiting(2, "B"), waiting(3, "A"), waiting(4, "B", claimed=15)]
-    assert webhooks.sendable(queue, 10) == [[2]]  # A's retry is not due; B's 4 is claimed
-    assert webhooks.sendable(queue, 16) == [[2, 4]]  # the claim ran out
-    assert webhooks.sendable(queue, 20) == [[1, 3], [2, 4]]
-
-
-def test_held_deliveries_stop_a_chain_and_passed_ones_are_skipped() -> None:
-    queue = [waiting(1, "A"), waiting(2, "A"), waiting(3, "B"), waiting(4, "B")]
-    assert webhooks.sendable(queue, 10, passed={1}, held={3}) == [[2]]
-    assert webhooks.sendable(queue, 10, passed={1, 3}) == [[2], [4]]
+def test_a_lane_goes_from_its_first_delivery_while_they_are_due() -> None:
+    lane = [(1, 5), (2, 6), (3, 30), (4, 7)]
+    assert webhooks.chain(lane, 10) == [1, 2]  # 3 waits for its retry: 4 waits behind it
+    assert webhooks.chain(lane, 30) == [1, 2, 3, 4]
+    assert webhooks.chain([(1, 20), (2, 5)], 10) == []  # the first waits: the lane waits

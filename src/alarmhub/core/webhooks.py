@@ -1,6 +1,6 @@
 """Webhooks' rules, no I/O: their secrets and signatures (the Standard Webhooks specification,
 decisions section 10), which events a webhook wants, which of its deliveries may go now (in
-order for each account), and when a failed delivery is tried again.
+order in each lane: the webhook's and one account's), and when a failed delivery is tried again.
 
 A secret is ``whsec_`` and the base64 of 32 random bytes; an attempt's signature is ``v1,`` and
 the base64 HMAC-SHA256, keyed with the secret's bytes, of ``{webhook-id}.{webhook-timestamp}.
@@ -14,8 +14,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable, Collection, Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from alarmhub.core.api_keys import ACCOUNTS_PATTERN
@@ -112,47 +111,16 @@ def wants(kinds: frozenset[str], accounts: str, kind: str, account: str) -> bool
     return kind in kinds and account.startswith(accounts)
 
 
-class Waiting(NamedTuple):
-    """A pending delivery as read from a webhook's queue: whether it may go now depends on
-    its account's deliveries before it."""
-
-    delivery_id: int
-    account: str
-    next_attempt_us: int
-    claimed_until_us: int | None  # a node holds it until then
-
-
-def sendable(
-    queue: Iterable[Waiting],
-    now_us: int,
-    passed: Collection[int] = (),
-    held: Collection[int] = (),
-    limit: int | None = None,
-) -> list[list[int]]:
-    """The deliveries of one webhook that may be sent now, as chains: each chain holds one
-    account's deliveries, to be sent one after the other in this order, the next only once the
-    one before it is delivered.
-
-    ``queue``: the webhook's first pending deliveries, oldest event first (for each account, all
-    of its pending deliveries before the last one read). An account's deliveries wait behind
-    its first one that is not due, claimed by a node, or ``held`` (this node is sending it, or it
-    failed here and its retry is not recorded yet); those in ``passed`` (delivered here, not yet
-    recorded) are passed over. At most ``limit`` deliveries in all."""
-    chains: dict[str, list[int]] = {}
-    stopped: set[str] = set()
-    taken = 0
-    for w in queue:
-        if w.account in stopped or w.delivery_id in passed:
-            continue
-        claimed = w.claimed_until_us is not None and w.claimed_until_us >= now_us
-        if claimed or w.next_attempt_us > now_us or w.delivery_id in held:
-            stopped.add(w.account)
-            continue
-        if limit is not None and taken >= limit:
+def chain(lane: Iterable[tuple[int, int]], now_us: int) -> list[int]:
+    """Which of a lane's pending deliveries, (id, due time) in event order, may be sent now, to
+    be sent one after the other, each once the one before it is delivered: those from its first
+    while they are due (one that waits for its retry holds back those after it)."""
+    sendable: list[int] = []
+    for delivery_id, due_us in lane:
+        if due_us > now_us:
             break
-        chains.setdefault(w.account, []).append(w.delivery_id)
-        taken += 1
-    return list(chains.values())
+        sendable.append(delivery_id)
+    return sendable
 
 
 def error_text(text: str) -> str:

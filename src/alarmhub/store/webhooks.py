@@ -3,14 +3,17 @@ their deliveries, made in the transaction that publishes each event (:func:`deli
 the worker (on a shared database, claimed by one node for a while: a lease), recorded after each
 attempt, listed, replayed, and forgotten with their events.
 
-Deliveries of one webhook and one account go out in event order: :func:`take` hands them out as
-chains, each waiting behind its account's first delivery that cannot go now (waiting for a
-retry, or in flight); the rule is :func:`alarmhub.core.webhooks.sendable`.
+Deliveries of one webhook and one account (a lane, :mod:`alarmhub.store.lanes`) go out in
+event order, one at a time: the worker reads the lanes that are due (:func:`due_lanes`), and
+:func:`take` hands out the first deliveries of each as a chain (the rule is
+:func:`alarmhub.core.webhooks.chain`). A lane whose first delivery failed is due again at its
+retry, and waits alone: what the worker reads grows with what may be sent, never with the
+deliveries that wait.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -31,13 +34,16 @@ from sqlalchemy import (
 from alarmhub import secret_key
 from alarmhub.core import events, webhooks
 from alarmhub.core.errors import ProvisioningError, SecretKeyError
-from alarmhub.store import provisioning, schema
+from alarmhub.store import lanes, provisioning, schema
 
 HOOK = schema.webhook.c
 DELIVERY = schema.webhook_delivery.c
 EVENT = schema.event.c
-QUEUE_READ = 2000
-"""A webhook's pending deliveries read at most by one turn of the worker, oldest first."""
+LANE = lanes.LANE
+CHANNEL = "webhook"
+"""Webhooks' lanes (:mod:`alarmhub.store.lanes`): a webhook's id and an account each."""
+CHAIN = 64
+"""A lane's deliveries handed out at most at once (sent one after the other)."""
 
 
 def add(
@@ -81,13 +87,9 @@ def remove(conn: Connection, webhook_id: int, now_us: int) -> None:
     conn.execute(
         update(schema.webhook_delivery)
         .where(DELIVERY.webhook_id == webhook_id, DELIVERY.state == webhooks.PENDING)
-        .values(
-            state=webhooks.FAILED,
-            last_error="webhook removed",
-            claimed_by=None,
-            claimed_until_us=None,
-        )
+        .values(state=webhooks.FAILED, last_error="webhook removed")
     )
+    lanes.drop(conn, CHANNEL, webhook_id)
 
 
 def deliveries(
@@ -126,7 +128,7 @@ def deliveries(
 def replay(conn: Connection, delivery_id: int, now_us: int) -> None:
     """Send a delivery again (failed, or delivered), from its first attempt, now."""
     row = conn.execute(
-        select(DELIVERY.state, HOOK.removed_us)
+        select(DELIVERY.state, DELIVERY.webhook_id, DELIVERY.account_number, HOOK.removed_us)
         .join(schema.webhook, HOOK.webhook_id == DELIVERY.webhook_id)
         .where(DELIVERY.delivery_id == delivery_id)
     ).first()
@@ -143,11 +145,11 @@ def replay(conn: Connection, delivery_id: int, now_us: int) -> None:
             state=webhooks.PENDING,
             attempts=0,
             next_attempt_us=now_us,
-            claimed_by=None,
-            claimed_until_us=None,
             delivered_us=None,
         )
     )
+    lanes.feed(conn, CHANNEL, [(row.webhook_id, row.account_number, now_us)])
+    settle(conn, lanes.ids(conn, CHANNEL, [(row.webhook_id, row.account_number)]), free=False)
 
 
 # the outbox's side ----------------------------------------------------------------------------
@@ -189,17 +191,28 @@ def deliver(
     ]  # fmt: skip
     if wanted:
         conn.execute(insert(schema.webhook_delivery), wanted)
+        lanes.feed(conn, CHANNEL, ((w["webhook_id"], w["account_number"], w["next_attempt_us"])
+                                   for w in wanted))  # fmt: skip
 
 
 def forget(conn: Connection, event_ids: Sequence[int]) -> None:
     """Forget the deliveries of events the outbox forgets."""
     every = list(conn.execute(select(HOOK.webhook_id)).scalars())
     for webhook_id in every:  # each found by its (webhook, event) index
+        pending = conn.execute(
+            select(DELIVERY.account_number).where(
+                DELIVERY.webhook_id == webhook_id,
+                DELIVERY.event_id.in_(event_ids),
+                DELIVERY.state == webhooks.PENDING,
+            )
+        ).scalars()
+        left = lanes.ids(conn, CHANNEL, ((webhook_id, account) for account in pending))
         conn.execute(
             delete(schema.webhook_delivery).where(
                 DELIVERY.webhook_id == webhook_id, DELIVERY.event_id.in_(event_ids)
             )
         )
+        settle(conn, left, free=False)
 
 
 # the worker's side ----------------------------------------------------------------------------
@@ -210,6 +223,7 @@ class Claimed:
     """A delivery taken by this node: what one attempt sends, and where."""
 
     delivery_id: int
+    lane_id: int
     webhook_id: int
     url: str
     secret: str | None  # None: it cannot be decrypted with this station's key
@@ -219,15 +233,43 @@ class Claimed:
     lease_until_us: int | None  # after this another node may claim it (None: no other node)
 
 
-_HOOKS = select(HOOK.webhook_id).where(HOOK.removed_us.is_(None)).order_by(HOOK.webhook_id)
-_QUEUE = (
-    select(
-        DELIVERY.delivery_id,
-        DELIVERY.account_number,
-        DELIVERY.next_attempt_us,
-        DELIVERY.claimed_until_us,
+class Taken(NamedTuple):
+    """What :func:`take` hands out: chains (each one lane's deliveries, in event order) and the
+    lanes read that had nothing to send now (to :func:`settle`)."""
+
+    chains: list[list[Claimed]]
+    idle: list[int]
+
+
+def due_lanes(
+    conn: Connection,
+    now_us: int,
+    limit: int,
+    *,
+    held: Collection[int] = (),
+    skip_webhooks: Collection[int] = (),
+    claim: tuple[str, int] | None = None,
+) -> list[lanes.Lane]:
+    """Up to ``limit`` lanes that are due, not ``held`` by this node (nor claimed by another).
+    ``claim=(node, lease_us)`` on a database shared by several nodes: in a write transaction,
+    each claimed until ``now_us + lease_us`` (lanes another node is claiming meanwhile are
+    passed over). Without it (the only node, SQLite) this is a read."""
+    found = lanes.due(conn, CHANNEL, now_us, limit + len(held), skip_targets=skip_webhooks,
+                      lock=claim is not None)  # fmt: skip
+    chosen = [n for n in found if n.lane_id not in held][:limit]
+    if claim is not None:
+        node, lease_us = claim
+        lanes.claim(conn, [n.lane_id for n in chosen], node, now_us + lease_us)
+    return chosen
+
+
+_LANE = (
+    select(DELIVERY.delivery_id, DELIVERY.next_attempt_us)
+    .where(
+        DELIVERY.webhook_id == bindparam("hook"),
+        DELIVERY.account_number == bindparam("account"),
+        DELIVERY.state == webhooks.PENDING,
     )
-    .where(DELIVERY.webhook_id == bindparam("hook"), DELIVERY.state == webhooks.PENDING)
     .order_by(DELIVERY.event_id)
     .limit(bindparam("read"))
 )
@@ -237,46 +279,30 @@ def take(
     conn: Connection,
     key: Fernet,
     now_us: int,
+    chosen: Sequence[lanes.Lane],
     limit: int,
-    *,
-    passed: Collection[int] = (),
-    held: Collection[int] = (),
-    skip_webhooks: Collection[int] = (),
-    claim: tuple[str, int] | None = None,
-) -> list[list[Claimed]]:
-    """Up to ``limit`` deliveries that may be sent now, as chains (one account's, in event
-    order; :func:`alarmhub.core.webhooks.sendable` says which, with ``passed`` and ``held``).
-
-    ``claim=(node, lease_us)`` on a database shared by several nodes: in a write transaction,
-    each webhook's deliveries are handed out by one node at a time (its row locked; a webhook
-    another node is handing out is skipped) and those taken are claimed until ``now_us +
-    lease_us``. Without it (the only node, SQLite) this is a read."""
-    hooks = _HOOKS if claim is None else _HOOKS.with_for_update(skip_locked=True)
-    chains: list[list[int]] = []
-    read = QUEUE_READ + len(passed) + len(held)
-    for webhook_id in conn.execute(hooks).scalars().all():
-        left = limit - sum(map(len, chains))
+    lease_until_us: int | None = None,
+) -> Taken:
+    """The deliveries of the ``chosen`` lanes (from :func:`due_lanes`) that may be sent now, up
+    to :data:`CHAIN` of each and ``limit`` in all (the rule:
+    :func:`alarmhub.core.webhooks.chain`); each lane's first ones only are read."""
+    chains: list[tuple[int, list[int]]] = []
+    idle: list[int] = []
+    left = limit
+    for lane in chosen:
         if left <= 0:
-            break
-        if webhook_id in skip_webhooks:
+            idle.append(lane.lane_id)
             continue
-        queue = conn.execute(_QUEUE, {"hook": webhook_id, "read": read})
-        waiting = (webhooks.Waiting(*r) for r in queue)
-        chains += webhooks.sendable(waiting, now_us, passed, held, left)
-    ids = [i for chain in chains for i in chain]
-    if not ids:
-        return []
-    lease_until = None
-    if claim is not None:
-        node, lease_us = claim
-        lease_until = now_us + lease_us
-        conn.execute(
-            update(schema.webhook_delivery)
-            .where(DELIVERY.delivery_id.in_(ids))
-            .values(claimed_by=node, claimed_until_us=lease_until)
-        )
-    found = _claimed(conn, key, ids, lease_until)
-    return [[found[i] for i in chain] for chain in chains]
+        read = {"hook": lane.target_id, "account": lane.key, "read": min(CHAIN, left)}
+        chain = webhooks.chain(((r[0], r[1]) for r in conn.execute(_LANE, read)), now_us)
+        if chain:
+            chains.append((lane.lane_id, chain))
+            left -= len(chain)
+        else:
+            idle.append(lane.lane_id)
+    lane_of = {i: lane_id for lane_id, chain in chains for i in chain}
+    found = _claimed(conn, key, lane_of, lease_until_us) if lane_of else {}
+    return Taken([[found[i] for i in chain] for _, chain in chains], idle)
 
 
 _CLAIMED = (
@@ -296,16 +322,17 @@ _CLAIMED = (
 
 
 def _claimed(
-    conn: Connection, key: Fernet, ids: Sequence[int], lease_until: int | None
+    conn: Connection, key: Fernet, lane_of: Mapping[int, int], lease_until: int | None
 ) -> dict[int, Claimed]:
-    rows = conn.execute(_CLAIMED, {"ids": ids}).all()
+    rows = conn.execute(_CLAIMED, {"ids": list(lane_of)}).all()
     secrets: dict[int, str | None] = {}
     for r in rows:  # decrypted once a webhook
         if r.webhook_id not in secrets:
             secrets[r.webhook_id] = _secret(key, r.secret_encrypted)
     return {
-        r.delivery_id: Claimed(r.delivery_id, r.webhook_id, r.url, secrets[r.webhook_id],
-                               r.event_id, r.body.encode("utf-8"), r.attempts, lease_until)
+        r.delivery_id: Claimed(r.delivery_id, lane_of[r.delivery_id], r.webhook_id, r.url,
+                               secrets[r.webhook_id], r.event_id, r.body.encode("utf-8"),
+                               r.attempts, lease_until)
         for r in rows
     }  # fmt: skip
 
@@ -331,7 +358,7 @@ class Outcome:
 
 
 def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
-    """Record attempts and free their claims."""
+    """Record attempts (their lanes are settled once their chains end: :func:`settle`)."""
     if not outcomes:
         return
     conn.execute(
@@ -346,8 +373,6 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
                 bindparam("b_next", type_=BigInteger), DELIVERY.next_attempt_us
             ),
             delivered_us=bindparam("b_delivered", type_=BigInteger),
-            claimed_by=None,
-            claimed_until_us=None,
         ),
         [
             {
@@ -364,16 +389,32 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     )
 
 
-def release(conn: Connection, node: str, delivery_ids: Collection[int] | None = None) -> None:
-    """Give back what ``node`` holds (None: all of it, as it stops): another node, or its
-    restart, sends it."""
-    query = (
-        update(schema.webhook_delivery)
-        .where(DELIVERY.claimed_by == node, DELIVERY.state == webhooks.PENDING)
-        .values(claimed_by=None, claimed_until_us=None)
+_FIRST_DUE = select(
+    LANE.lane_id,
+    select(DELIVERY.next_attempt_us)
+    .where(
+        DELIVERY.webhook_id == LANE.target_id,
+        DELIVERY.account_number == LANE.lane_key,
+        DELIVERY.state == webhooks.PENDING,
     )
-    if delivery_ids is not None:
-        if not delivery_ids:
-            return
-        query = query.where(DELIVERY.delivery_id.in_(list(delivery_ids)))
-    conn.execute(query)
+    .order_by(DELIVERY.event_id)
+    .limit(1)
+    .scalar_subquery(),
+).where(LANE.lane_id.in_(bindparam("lanes", expanding=True)))
+
+
+def _first_due(conn: Connection, chosen: Sequence[lanes.Lane]) -> dict[int, int]:
+    rows = conn.execute(_FIRST_DUE, {"lanes": [n.lane_id for n in chosen]})
+    return {lane_id: due for lane_id, due in rows if due is not None}
+
+
+def settle(conn: Connection, lane_ids: Collection[int], *, free: bool = True) -> set[int]:
+    """Make lanes due when their first pending delivery is, after their outcomes are recorded,
+    and (``free``) free their claims; the lanes settled (:func:`alarmhub.store.lanes.settle`)."""
+    return lanes.settle(conn, lane_ids, _first_due, free=free)
+
+
+def release(conn: Connection, node: str) -> None:
+    """Give back every lane ``node`` holds (as it stops): another node, or its restart, sends
+    them."""
+    lanes.release(conn, node)

@@ -13,6 +13,7 @@ from alarmhub.store.schema.dc09 import (
 )
 from alarmhub.store.schema.integrator import (
     api_key,
+    delivery_lane,
     event,
     webhook,
     webhook_delivery,
@@ -75,6 +76,7 @@ __all__ = [
     "contact",
     "dc09_account",
     "dc09_line",
+    "delivery_lane",
     "dispatch",
     "dnis",
     "driver",

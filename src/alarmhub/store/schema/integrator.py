@@ -64,8 +64,6 @@ webhook_delivery = Table(
     Column("state", String(10), nullable=False),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("next_attempt_us", BigInteger, nullable=False),
-    Column("claimed_by", String(64), nullable=True),
-    Column("claimed_until_us", BigInteger, nullable=True),
     Column("last_status", Integer, nullable=True),
     Column("last_error", String(200), nullable=True),
     Column("created_us", BigInteger, nullable=False),
@@ -73,9 +71,9 @@ webhook_delivery = Table(
     sqlite_autoincrement=True,
 )
 """One event to one webhook, made in the transaction that published the event: ``pending``
-(due at ``next_attempt_us``; a node that claimed it holds it until ``claimed_until_us``),
-``delivered`` or ``failed`` (retries exhausted; it can be replayed), with the attempts made and
-how the last one ended."""
+(due at ``next_attempt_us``, in its lane: the webhook's and the account's), ``delivered`` or
+``failed`` (retries exhausted; it can be replayed), with the attempts made and how the last one
+ended."""
 Index(
     "ix_webhook_delivery_event",
     webhook_delivery.c.webhook_id,
@@ -83,9 +81,35 @@ Index(
     unique=True,
 )
 Index(
-    "ix_webhook_delivery_queue",
+    "ix_webhook_delivery_lane",
     webhook_delivery.c.webhook_id,
+    webhook_delivery.c.account_number,
     webhook_delivery.c.state,
     webhook_delivery.c.event_id,
 )
-"""A webhook's queue: its pending deliveries, oldest event first, read without its others."""
+"""A lane's deliveries: one webhook's pending deliveries of one account, oldest event first."""
+
+delivery_lane = Table(
+    "delivery_lane",
+    metadata,
+    serial("lane_id"),
+    Column("channel", String(16), nullable=False),
+    Column("target_id", BigInteger, nullable=False),
+    Column("lane_key", String(64), nullable=False),
+    Column("due_us", BigInteger, nullable=True),
+    Column("claimed_by", String(64), nullable=True),
+    Column("claimed_until_us", BigInteger, nullable=True),
+    sqlite_autoincrement=True,
+)
+"""Lanes of durable deliveries: one for each target of a channel (a webhook) and key (an
+account) that has had a delivery; its deliveries go out in order, one lane's failures never
+holding back another's. ``due_us`` is when its first pending delivery may go (NULL: none is
+pending); a node that claimed the lane holds it until ``claimed_until_us``."""
+Index(
+    "ix_delivery_lane_key",
+    delivery_lane.c.channel,
+    delivery_lane.c.target_id,
+    delivery_lane.c.lane_key,
+    unique=True,
+)
+Index("ix_delivery_lane_due", delivery_lane.c.channel, delivery_lane.c.due_us)
