@@ -1,9 +1,11 @@
 """A real HTTP receiver of webhooks for tests and benchmarks: a threading ``http.server`` on a
 local port that records every attempt (headers, body, when), and can answer 500 to the first
-attempts, hang, or be stopped and started again on the same port (a receiver that is down)."""
+attempts or to some accounts' events, hang, or be stopped and started again on the same port (a
+receiver that is down)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -31,6 +33,7 @@ class Receiver:
     port: int = 0
     fail_first: int = 0  # answer 500 to the first this many attempts of each webhook-id
     hang: bool = False  # hold every request (until stop) instead of answering
+    failing_accounts: frozenset[str] = frozenset()  # answer 500 to these accounts' events
     attempts: list[Attempt] = field(default_factory=list)
     arrived: int = 0  # requests come in (a hanging one is in ``attempts`` only once it ends)
     _server: ThreadingHTTPServer | None = None
@@ -59,7 +62,7 @@ class Receiver:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with receiver._lock:
                     receiver.arrived += 1
-                status = receiver._answer(headers.get("webhook-id", ""))
+                status = receiver._answer(headers.get("webhook-id", ""), body)
                 with receiver._lock:
                     receiver.attempts.append(Attempt(headers, body, time.time(), status))
                 if status == 0:
@@ -80,10 +83,12 @@ class Receiver:
         threading.Thread(target=server.serve_forever, daemon=True, name="receiver").start()
         return self
 
-    def _answer(self, webhook_id: str) -> int:
+    def _answer(self, webhook_id: str, body: bytes) -> int:
         if self.hang:
             self._release.wait(HANG_SECONDS)
             return 0
+        if self.failing_accounts and account_of(body) in self.failing_accounts:
+            return 500
         with self._lock:
             earlier = sum(1 for a in self.attempts if a.headers.get("webhook-id") == webhook_id)
         return 500 if earlier < self.fail_first else 204
@@ -95,6 +100,11 @@ class Receiver:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def account_of(body: bytes) -> str:
+    """The account an event's body is about ('' if none)."""
+    return str(json.loads(body).get("data", {}).get("account", ""))
 
 
 def closed_port() -> int:
