@@ -108,3 +108,35 @@ def test_the_routed_watermark_stops_below_the_oldest_unrouted_signal(tmp_path: P
             assert queries.unrouted_count(conn) == 2
     finally:
         engine.dispose()
+
+
+def test_pending_webhook_deliveries_get_their_lanes(tmp_path: Path) -> None:
+    """0017 puts deliveries in lanes, one for each webhook and account with a pending delivery,
+    due when its first pending delivery is (a retry's time, not a later delivery's)."""
+    engine = open_engine(database_url(tmp_path, "m", migrated=False))
+    try:
+        config = alembic_config(engine.url.render_as_string(hide_password=False))
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0016")
+        with engine.begin() as conn:
+            for event_id, account, state, due in [
+                (1, "700001", "delivered", 5),
+                (2, "700001", "pending", 900),  # waits for its retry
+                (3, "700001", "pending", 7),
+                (4, "700002", "pending", 8),
+                (5, "700003", "failed", 9),
+            ]:
+                conn.execute(text(
+                    "INSERT INTO webhook_delivery (webhook_id, event_id, account_number, state,"
+                    " next_attempt_us, created_us) VALUES (1, :e, :a, :s, :d, 5)"),
+                    {"e": event_id, "a": account, "s": state, "d": due})  # fmt: skip
+        upgrade(engine)
+        with engine.connect() as conn:
+            made = conn.execute(text("SELECT channel, target_id, lane_key, due_us FROM"
+                                     " delivery_lane ORDER BY lane_key")).all()  # fmt: skip
+        assert [tuple(r) for r in made] == [
+            ("webhook", 1, "700001", 900), ("webhook", 1, "700002", 8)
+        ]  # fmt: skip
+    finally:
+        engine.dispose()
