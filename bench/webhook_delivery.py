@@ -16,6 +16,12 @@ the node writes them; when it does not (``--events side``, or ``auto`` finding n
 probe), a side process publishes events at the same rate through ``store.events.publish``.
 
     .venv/bin/python bench/webhook_delivery.py [--rate 1000] [--duration 20] [--hang-duration 10]
+
+``--backlogs N`` measures instead the webhook process's CPU (a share of one core) while N
+webhooks each hold a backlog of ``--backlog`` deliveries of one account whose receiver fails
+(nothing listens on its port), between retries: what the worker costs for deliveries that wait.
+
+    .venv/bin/python bench/webhook_delivery.py --backlogs 3 [--backlog 10000] [--duration 20]
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any
 
 from pending_latency import (
     Share,
+    cpu_seconds,
     free_port,
     load_process,
     node_cpu_seconds,
@@ -125,6 +132,61 @@ def publisher_process(url: str, rate: float, accounts: int, stop: Any) -> None:
     engine.dispose()
 
 
+# waiting backlogs ----------------------------------------------------------------------------
+
+
+def publish_backlog(db: Path, account: str, count: int) -> None:
+    """``count`` alarm events of ``account``, in one transaction."""
+    from alarmhub.clock import now_us
+    from alarmhub.core.events import ALARM_RAISED
+    from alarmhub.store import events, operations
+    from alarmhub.store.commit import lock_incidents
+    from alarmhub.store.engine import open_engine
+
+    engine = open_engine(f"sqlite:///{db}")
+
+    def work(conn: Any) -> None:
+        lock_incidents(conn)
+        data = {"account": account, "type": "BURG", "priority": "2"}
+        events.publish_rows(conn, [events.row(ALARM_RAISED, account, data, now_us())] * count)
+
+    operations.run(engine, work)
+    engine.dispose()
+
+
+def webhook_process_pid(node_pid: int) -> int | None:
+    for task in Path(f"/proc/{node_pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"alarmhub.webhook_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    return None
+
+
+def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:
+    """The webhook process's CPU while ``backlogs`` webhooks' deliveries wait for a retry."""
+    data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-webhooks-"))
+    node = None
+    try:
+        provision(data_dir, 10)
+        node = start_node(data_dir, free_port(), 1_000_000, data_dir / "node.log")
+        nowhere = f"http://127.0.0.1:{free_port()}/hook"  # refused: every attempt fails
+        for _ in range(backlogs):
+            alarmhub(data_dir, "webhook", "add", nowhere, "--event", "alarm.raised")
+        publish_backlog(data_dir / "alarmhub.db", "700001", backlog)
+        time.sleep(15.0)  # the process started, the first two attempts made (2 s, 8 s later)
+        pid = webhook_process_pid(node.pid)
+        assert pid is not None, "no webhook process"
+        before = cpu_seconds(pid)
+        time.sleep(seconds)  # the next retry is a minute after the second failure
+        share = (cpu_seconds(pid) - before) / seconds
+    finally:
+        if node is not None:
+            stop_node(node)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(json.dumps({"backlogs": backlogs, "backlog": backlog, "seconds": seconds,
+                      "webhook_process_core_share": round(share, 4)}))  # fmt: skip
+
+
 # phases --------------------------------------------------------------------------------------
 
 
@@ -168,7 +230,12 @@ def main() -> None:
     parser.add_argument("--accounts", type=int, default=2000)
     parser.add_argument("--events", choices=("auto", "signals", "side"), default="auto")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
+    parser.add_argument("--backlogs", type=int, default=0, help="webhooks with a failing backlog")
+    parser.add_argument("--backlog", type=int, default=10_000, help="deliveries in each")
     args = parser.parse_args()
+    if args.backlogs:
+        backlog_cpu(args.backlogs, args.backlog, args.duration)
+        return
 
     ctx = mp.get_context("spawn")
     data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-webhooks-"))
