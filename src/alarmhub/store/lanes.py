@@ -124,12 +124,21 @@ def settle(
 
 
 def release(conn: Connection, node: str) -> None:
-    """Free every claim of ``node`` (as it stops): another node, or its restart, sends them."""
-    conn.execute(
-        update(schema.delivery_lane)
+    """Free the claims of ``node`` (as it stops): another node, or its restart, sends them (a
+    lane another transaction holds keeps its claim until its lease ends)."""
+    held = conn.execute(
+        select(LANE.lane_id)
         .where(LANE.claimed_by == node)
-        .values(claimed_by=None, claimed_until_us=None)
-    )
+        .order_by(LANE.lane_id)
+        .with_for_update(skip_locked=True)
+    ).scalars()
+    ids = list(held)
+    if ids:
+        conn.execute(
+            update(schema.delivery_lane)
+            .where(LANE.lane_id.in_(ids))
+            .values(claimed_by=None, claimed_until_us=None)
+        )
 
 
 def ids(conn: Connection, channel: str, lanes: Iterable[tuple[int, str]]) -> list[int]:
@@ -150,7 +159,5 @@ def ids(conn: Connection, channel: str, lanes: Iterable[tuple[int, str]]) -> lis
 def drop(conn: Connection, channel: str, target_id: int) -> None:
     """Forget a target's lanes (it is removed)."""
     conn.execute(
-        delete(schema.delivery_lane).where(
-            LANE.channel == channel, LANE.target_id == target_id
-        )
+        delete(schema.delivery_lane).where(LANE.channel == channel, LANE.target_id == target_id)
     )
