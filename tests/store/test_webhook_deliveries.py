@@ -204,6 +204,15 @@ def test_deliveries_are_forgotten_with_their_events(engine: Engine) -> None:
         assert events.forget(conn, T0 + 7 * 24 * 3600 * SECOND + SECOND) == 1
     assert [e for _, e, _, _ in made(engine)] == [new]
     assert old < new
+    assert lane_due(engine) == [T0 + 6 * 24 * 3600 * SECOND]  # due with what is left
+    with write_transaction(engine) as conn:
+        assert events.forget(conn, T0 + 14 * 24 * 3600 * SECOND) == 1
+    assert lane_due(engine) == [None]  # nothing pending: never read
+
+
+def lane_due(engine: Engine) -> list[int | None]:
+    with engine.connect() as conn:
+        return list(conn.execute(select(s.delivery_lane.c.due_us)).scalars())
 
 
 def lane_of(engine: Engine, account: str) -> list[int]:
