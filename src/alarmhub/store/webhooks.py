@@ -235,7 +235,8 @@ class Claimed:
 
 class Taken(NamedTuple):
     """What :func:`take` hands out: chains (each one lane's deliveries, in event order) and the
-    lanes read that had nothing to send now (to :func:`settle`)."""
+    lanes given that hand out nothing now (to :func:`settle`: their first delivery is not due,
+    or none is pending, or the limit was reached before them)."""
 
     chains: list[list[Claimed]]
     idle: list[int]
