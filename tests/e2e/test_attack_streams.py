@@ -104,11 +104,13 @@ class Flow:
 def test_streams_are_capped_per_key_and_per_address(hub: Hub) -> None:
     first, second = make_key(hub, "greedy"), make_key(hub, "neighbour")
     greedy = [EventReader(hub.url, first).__enter__() for _ in range(PER_KEY)]
+    neighbour: list[EventReader] = []
     try:
         assert "this key has 4 event streams" in refused_429(EventReader(hub.url, first))
         elsewhere = EventReader(hub.url, first, address="127.0.0.2")
         assert "this key" in refused_429(elsewhere), "the key's cap holds from any address"
-        neighbour = [EventReader(hub.url, second).__enter__() for _ in range(PER_ADDRESS - PER_KEY)]
+        for _ in range(PER_ADDRESS - PER_KEY):
+            neighbour.append(EventReader(hub.url, second).__enter__())
         assert "this address has 6" in refused_429(EventReader(hub.url, second))
         with EventReader(hub.url, second, address="127.0.0.2"):
             pass  # another address has room

@@ -204,7 +204,9 @@ PATHS: dict[str, Any] = {
                 "(its kind) and `data` (its body, `{type, timestamp, data}`). Without "
                 "`Last-Event-ID` the stream starts with the next new event; with it, after that "
                 "event (events are kept 7 days; an older id gets an `event: gap` first). A "
-                "comment line every 15 s keeps the connection open. Scope `events:read`."
+                "comment line every 15 s keeps the connection open. At most 4 streams of one "
+                "key and 16 from one address at once (the station's settings), each on a budget "
+                "of its own, apart from the listener's connections. Scope `events:read`."
             ),
             "security": SECURITY,
             "parameters": [
@@ -230,6 +232,8 @@ PATHS: dict[str, Any] = {
                 },
                 **REFUSALS,
                 "422": problem("API-INPUT: Last-Event-ID is not an event id"),
+                "429": problem("API-STREAMS: the key's, or the address's, streams are open"),
+                "503": problem("API-STREAMS: the listener's stream budget is full"),
             },
         }
     }
