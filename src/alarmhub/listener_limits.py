@@ -43,7 +43,7 @@ TOO_MANY_CONNECTIONS = (
 )
 HEADER_END = b"\r\n\r\n"
 CONNECTION = "alarmhub.connection"
-"""The scope's key for the connection (the protocol) a request came on."""
+"""The scope's key for the connection (a weak reference to the protocol) a request came on."""
 STREAM_CHECK_SECONDS = 5.0
 """How often an open event stream's credentials (API key, console session) are checked again,
 whatever the traffic: a revoked key's or an ended session's stream ends within this."""
@@ -64,6 +64,7 @@ class GuardedProtocol(HttpToolsProtocol):
         "_headers_since",
         "_in_headers",
         "_message_done",
+        "_ref",
         "_refused",
         "_stream",
     )
@@ -76,6 +77,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self._headers_since: float | None = None  # when the headers began; None: not timed
         self._refused = False
         self._stream = False  # serving an event stream: outside the connection cap
+        self._ref = weakref.ref(self)  # what a request's scope holds (no reference cycle)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         state = self.server_state
@@ -134,7 +136,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def _headers_done(self) -> None:
         self._in_headers = False
         self._headers_since = None
-        self.cycle.scope[CONNECTION] = self  # type: ignore[literal-required]
+        self.cycle.scope[CONNECTION] = self._ref  # type: ignore[literal-required]
 
     def stream_began(self) -> None:
         """This connection serves an event stream from now on: off the connection cap."""
@@ -222,7 +224,8 @@ class StreamBudget:
         self.open += 1
         _count(self._keys, key, 1)
         _count(self._addresses, address, 1)
-        connection = scope.get(CONNECTION)
+        ref = scope.get(CONNECTION)
+        connection = ref() if ref is not None else None
         if isinstance(connection, GuardedProtocol):
             connection.stream_began()
         return StreamSlot(self, connection, key, address)
