@@ -54,23 +54,23 @@ def test_one_read_a_look_however_many_streams_and_only_news_wakes_them(fake: Out
 
     async def scenario() -> None:
         hub = OutboxHub(fake, lambda: False)
-        listeners = [hub.join("kept") for _ in range(500)]
+        followers = [hub.join("kept") for _ in range(500)]
         while hub.head is None:
             await asyncio.sleep(0.01)
-        for listener in listeners:
-            listener.wake.clear()
+        for follower in followers:
+            follower.wake.clear()
         reads = fake.reads
         await asyncio.sleep(0.2)  # looks with nothing new: nobody woken
         looks = fake.reads - reads
         assert 0 < looks < 500, "one read a look (and a key check), not one a stream"
-        assert not any(listener.wake.is_set() for listener in listeners)
+        assert not any(follower.wake.is_set() for follower in followers)
         fake.add(2)
-        await asyncio.wait_for(listeners[-1].wake.wait(), 30)
-        assert all(listener.wake.is_set() for listener in listeners)
+        await asyncio.wait_for(followers[-1].wake.wait(), 30)
+        assert all(follower.wake.is_set() for follower in followers)
         assert [e.event_id for e in hub.after(3) or []] == [4, 5]
         assert hub.after(2) is None, "older than what the hub kept: the stream reads itself"
-        for listener in listeners:
-            hub.leave(listener)
+        for follower in followers:
+            hub.leave(follower)
 
     asyncio.run(scenario())
 

@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.api.openapi import REFUSALS, SECURITY, problem
 from alarmhub.api.plumbing import Api
 from alarmhub.api.problems import INPUT, STREAMS, ApiProblem
-from alarmhub.api.stream_hub import PAGE, Listener, OutboxHub, wait
+from alarmhub.api.stream_hub import PAGE, Follower, OutboxHub, wait
 from alarmhub.core import events
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.listener_limits import StreamBudget, StreamRefused, StreamSlot
@@ -119,7 +119,7 @@ class EventStream(Response):
         self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        listener = self._hub.join(self._key.name)
+        follower = self._hub.join(self._key.name)
         gone = False
 
         async def watch() -> None:
@@ -127,27 +127,27 @@ class EventStream(Response):
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone = True
-            listener.wake.set()
+            follower.wake.set()
 
         watcher = asyncio.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             first = b"retry: %d\n\n" % RETRY_MS + self._first
             await send({"type": "http.response.body", "body": first, "more_body": True})
-            await self._stream(listener, lambda: gone, send)
+            await self._stream(follower, lambda: gone, send)
         except OSError:
             pass  # the client went away
         finally:
             watcher.cancel()
-            self._hub.leave(listener)
+            self._hub.leave(follower)
             self._slot.release()
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _stream(self, listener: Listener, gone: Callable[[], bool], send: Send) -> None:
+    async def _stream(self, follower: Follower, gone: Callable[[], bool], send: Send) -> None:
         sees = self._key.sees
         last_sent = time.monotonic()
-        while not gone() and not listener.revoked and not self._hub.closed():
+        while not gone() and not follower.revoked and not self._hub.closed():
             head = self._hub.head
             if head is not None and self._after < head:
                 page = self._hub.after(self._after)
@@ -170,7 +170,7 @@ class EventStream(Response):
             if idle >= KEEPALIVE_SECONDS:
                 await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 last_sent, idle = time.monotonic(), 0.0
-            await wait(listener, KEEPALIVE_SECONDS - idle)
+            await wait(follower, KEEPALIVE_SECONDS - idle)
 
 
 def routes(api: Api, budget: StreamBudget, closed: Callable[[], bool]) -> list[BaseRoute]:

@@ -41,7 +41,7 @@ class Reader(Protocol):
     async def read(self, work: Callable[[Connection], T]) -> T: ...
 
 
-class Listener:
+class Follower:
     """One open stream as the hub knows it: its key's name and what wakes it."""
 
     __slots__ = ("key_name", "revoked", "wake")
@@ -59,7 +59,7 @@ class OutboxHub:
         self._reader = reader
         self.closed = closed
         """Whether the node stops (every stream then ends)."""
-        self._listeners: set[Listener] = set()
+        self._followers: set[Follower] = set()
         self._task: asyncio.Task[None] | None = None
         self.head: int | None = None
         """The newest event read (None until the first read)."""
@@ -67,15 +67,15 @@ class OutboxHub:
         self._ids: list[int] = []
         self._kept: list[outbox.Event] = []
 
-    def join(self, key_name: str) -> Listener:
-        listener = Listener(key_name)
-        self._listeners.add(listener)
+    def join(self, key_name: str) -> Follower:
+        follower = Follower(key_name)
+        self._followers.add(follower)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="event-streams")
-        return listener
+        return follower
 
-    def leave(self, listener: Listener) -> None:
-        self._listeners.discard(listener)
+    def leave(self, follower: Follower) -> None:
+        self._followers.discard(follower)
 
     def after(self, event_id: int) -> list[outbox.Event] | None:
         """Up to PAGE kept events after ``event_id``; None when they are not all kept (older
@@ -89,7 +89,7 @@ class OutboxHub:
         failing = False
         checked = time.monotonic()
         try:
-            while self._listeners:
+            while self._followers:
                 if self.closed():
                     self._wake_all()
                     return
@@ -132,20 +132,20 @@ class OutboxHub:
         return len(page) == PAGE
 
     async def _check_keys(self) -> None:
-        names = {listener.key_name for listener in self._listeners}
+        names = {follower.key_name for follower in self._followers}
         valid = await self._reader.read(lambda conn: api_keys.valid_names(conn, names))
-        for listener in self._listeners:
-            if listener.key_name not in valid:
-                listener.revoked = True
-                listener.wake.set()
+        for follower in self._followers:
+            if follower.key_name not in valid:
+                follower.revoked = True
+                follower.wake.set()
 
     def _wake_all(self) -> None:
-        for listener in self._listeners:
-            listener.wake.set()
+        for follower in self._followers:
+            follower.wake.set()
 
 
-async def wait(listener: Listener, seconds: float) -> None:
-    """Until ``listener`` is woken, or ``seconds`` passed."""
+async def wait(follower: Follower, seconds: float) -> None:
+    """Until ``follower`` is woken, or ``seconds`` passed."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(listener.wake.wait(), seconds)
-    listener.wake.clear()
+        await asyncio.wait_for(follower.wake.wait(), seconds)
+    follower.wake.clear()
