@@ -31,6 +31,7 @@ from alarmhub.api import problems
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.heartbeats import HeartbeatSupervisor
+from alarmhub.listener_limits import StreamBudget
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
@@ -260,11 +261,15 @@ def build_app(runtime: Runtime, parts: Sequence[Part] = ("rx", "rest")) -> Starl
             settings.rest_max_body_bytes,
             settings.xmhist_max_records,
         )
-        routes += console.routes(runtime.engine, runtime.writer, runtime.live_feed, settings.zone)
+        streams = StreamBudget(settings)  # this listener's event streams, off its connection cap
+        routes += console.routes(
+            runtime.engine, runtime.writer, runtime.live_feed, streams, settings.zone
+        )
         routes += api.routes(
             runtime.engine,
             runtime.writer,
             settings.rest_max_body_bytes,
+            streams,
             settings.zone,
             closed=lambda: runtime.live_feed.closed,  # the node stops: event streams end too
         )

@@ -12,7 +12,9 @@ subclass that:
 - answers 431 and closes when a request's headers (request line included) pass
   ``http_max_header_bytes``: bytes are counted as they arrive, so the parser never holds more;
 - answers 503 and closes a connection that would be one more than ``http_max_connections`` on
-  its listener, before reading anything from it.
+  its listener, before reading anything from it; connections serving an event stream are not
+  counted (they have a budget of their own, :class:`StreamBudget`), so long-lived streams never
+  take the slots the signaling path and the console need.
 
 The cost on a request is a few attribute reads and updates in ``data_received`` and one in the
 parser's end-of-message callback: no timer is armed per request.
@@ -21,11 +23,14 @@ parser's end-of-message callback: no timer is armed per request.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
 from starlette.requests import Request
+from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 from alarmhub.settings import Settings
 
@@ -37,6 +42,13 @@ TOO_MANY_CONNECTIONS = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 )
 HEADER_END = b"\r\n\r\n"
+CONNECTION = "alarmhub.connection"
+"""The scope's key for the connection (a weak reference to the protocol) a request came on."""
+STREAM_CHECK_SECONDS = 5.0
+"""How often an open event stream's credentials (API key, console session) are checked again,
+whatever the traffic: a revoked key's or an ended session's stream ends within this."""
+_streams: weakref.WeakKeyDictionary[ServerState, int] = weakref.WeakKeyDictionary()
+"""Connections serving an event stream now, per listener (its server state)."""
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -47,7 +59,15 @@ class GuardedProtocol(HttpToolsProtocol):
     max_connections = 2048
 
     # slots, so the instance's dict stays as uvicorn's protocol lays it out (about 30 keys)
-    __slots__ = ("_header_bytes", "_headers_since", "_in_headers", "_message_done", "_refused")
+    __slots__ = (
+        "_header_bytes",
+        "_headers_since",
+        "_in_headers",
+        "_message_done",
+        "_ref",
+        "_refused",
+        "_stream",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -56,9 +76,12 @@ class GuardedProtocol(HttpToolsProtocol):
         self._header_bytes = 0
         self._headers_since: float | None = None  # when the headers began; None: not timed
         self._refused = False
+        self._stream = False  # serving an event stream: outside the connection cap
+        self._ref = weakref.ref(self)  # what a request's scope holds (no reference cycle)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if len(self.server_state.connections) >= self.max_connections:
+        state = self.server_state
+        if len(state.connections) - _streams.get(state, 0) >= self.max_connections:
             # refused before anything is read or allocated for it
             self._refused = True
             self.transport = transport  # type: ignore[assignment]
@@ -71,6 +94,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._refused:
             return
+        self.stream_ended()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -112,6 +136,18 @@ class GuardedProtocol(HttpToolsProtocol):
     def _headers_done(self) -> None:
         self._in_headers = False
         self._headers_since = None
+        self.cycle.scope[CONNECTION] = self._ref  # type: ignore[literal-required]
+
+    def stream_began(self) -> None:
+        """This connection serves an event stream from now on: off the connection cap."""
+        if not self._stream:
+            self._stream = True
+            _streams[self.server_state] = _streams.get(self.server_state, 0) + 1
+
+    def stream_ended(self) -> None:
+        if self._stream:
+            self._stream = False
+            _streams[self.server_state] -= 1
 
     def refuse_headers(self) -> None:
         self._in_headers = False
@@ -148,6 +184,85 @@ def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
         "max_connections": settings.http_max_connections,
     }
     return type("ListenerProtocol", (GuardedProtocol,), attributes)
+
+
+class StreamRefused(Exception):
+    """No room for one more event stream: ``status`` 429 (the key's or the address's share is
+    taken) or 503 (the listener's stream budget is)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class StreamBudget:
+    """The event streams one listener of this process holds open, apart from its connection
+    cap: at most ``stream_max_connections`` in all, ``stream_max_per_key`` of one API key and
+    ``stream_max_per_address`` from one client address (the console's feeds count in the
+    listener's budget alone: each has an operator's session)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.most = settings.stream_max_connections
+        self.per_key = settings.stream_max_per_key
+        self.per_address = settings.stream_max_per_address
+        self.open = 0
+        self._keys: dict[str, int] = {}
+        self._addresses: dict[str, int] = {}
+
+    def take(self, scope: Scope, key: str | None = None, address: str | None = None) -> StreamSlot:
+        """A slot for one stream (StreamRefused when there is none); the stream gives it back
+        with :meth:`StreamSlot.release` when it ends."""
+        if key is not None and self._keys.get(key, 0) >= self.per_key:
+            raise StreamRefused(429, f"this key has {self.per_key} event streams open already")
+        if address is not None and self._addresses.get(address, 0) >= self.per_address:
+            raise StreamRefused(
+                429, f"this address has {self.per_address} event streams open already"
+            )
+        if self.open >= self.most:
+            raise StreamRefused(503, "the node serves as many event streams as it can")
+        self.open += 1
+        _count(self._keys, key, 1)
+        _count(self._addresses, address, 1)
+        ref = scope.get(CONNECTION)
+        connection = ref() if ref is not None else None
+        if isinstance(connection, GuardedProtocol):
+            connection.stream_began()
+        return StreamSlot(self, connection, key, address)
+
+
+class StreamSlot:
+    """One stream's place in a :class:`StreamBudget`."""
+
+    __slots__ = ("_address", "_budget", "_connection", "_key")
+
+    def __init__(
+        self, budget: StreamBudget, connection: object, key: str | None, address: str | None
+    ) -> None:
+        self._budget: StreamBudget | None = budget
+        self._connection = connection
+        self._key = key
+        self._address = address
+
+    def release(self) -> None:
+        budget, self._budget = self._budget, None
+        if budget is None:
+            return
+        budget.open -= 1
+        _count(budget._keys, self._key, -1)
+        _count(budget._addresses, self._address, -1)
+        if isinstance(self._connection, GuardedProtocol):
+            self._connection.stream_ended()
+
+
+def _count(counts: dict[str, int], name: str | None, step: int) -> None:
+    if name is None:
+        return
+    value = counts.get(name, 0) + step
+    if value > 0:
+        counts[name] = value
+    else:
+        counts.pop(name, None)
 
 
 def close_slow_headers(connections: Iterable[object], now: float) -> int:

@@ -55,6 +55,9 @@ class Settings:
     http_header_seconds: float = 10.0
     http_max_header_bytes: int = 16384
     http_max_connections: int = 2048
+    stream_max_connections: int = 1024
+    stream_max_per_key: int = 4
+    stream_max_per_address: int = 16
     # acceptor processes of ``serve`` (HTTP and DC-09), all in front of one writer process
     workers: int = field(default_factory=default_workers)
 
@@ -132,6 +135,9 @@ _KINDS: dict[str, type] = {
     "http_header_seconds": float,
     "http_max_header_bytes": int,
     "http_max_connections": int,
+    "stream_max_connections": int,
+    "stream_max_per_key": int,
+    "stream_max_per_address": int,
     "workers": int,
 }
 
@@ -176,6 +182,9 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
         "http_header_seconds",
         "http_max_header_bytes",
         "http_max_connections",
+        "stream_max_connections",
+        "stream_max_per_key",
+        "stream_max_per_address",
         "workers",
     ):
         if getattr(settings, name) <= 0:

@@ -522,8 +522,8 @@ def test_the_event_stream_pushes_a_snapshot_when_a_signal_arrives(hub: Hub) -> N
 
 
 def test_the_event_stream_ends_with_signed_out_when_the_session_ends(hub: Hub) -> None:
-    """The stream checks its session at every keep-alive (15 s): a session ended meanwhile gets
-    ``signed-out`` and the stream ends."""
+    """The stream checks its session every 5 s: a session ended meanwhile gets ``signed-out``
+    and the stream ends."""
     console = hub.console().sign_in("OP2")
     with console.client.stream("GET", "/console/events", timeout=60) as stream:
         events = read_events(stream.iter_lines())

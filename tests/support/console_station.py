@@ -121,12 +121,16 @@ class Hub:
 
 @contextmanager
 def served(
-    data_dir: Path, token: str, engine: Engine, secrets: Sequence[str] = ()
+    data_dir: Path,
+    token: str,
+    engine: Engine,
+    secrets: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> Iterator[Hub]:
-    """A ``Hub`` on a real ``alarmhub serve`` of ``data_dir`` until the block ends; then its
-    consoles closed, the server stopped cleanly, and none of ``secrets`` (or the operators'
-    password) in its log."""
-    server = Server(data_dir).start()
+    """A ``Hub`` on a real ``alarmhub serve`` of ``data_dir`` (with ``env`` added to its
+    environment) until the block ends; then its consoles closed, the server stopped cleanly,
+    and none of ``secrets`` (or the operators' password) in its log."""
+    server = Server(data_dir, env=env or {}).start()
     hub = Hub(Station(server, token, data_dir), engine)
     try:
         yield hub

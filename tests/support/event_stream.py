@@ -28,14 +28,19 @@ class Received:
 
 class EventReader:
     """``with EventReader(url, key, last_event_id) as reader:`` connected until the block ends;
-    ``reader.events`` (every event with an id, in order) and ``reader.gaps``."""
+    ``reader.events`` (every event with an id, in order) and ``reader.gaps``. ``address`` is
+    the local address it connects from (a loopback one: another client)."""
 
-    def __init__(self, url: str, key: str, last_event_id: str | None = None) -> None:
+    def __init__(
+        self, url: str, key: str, last_event_id: str | None = None, address: str | None = None
+    ) -> None:
         self.url = url
+        self.address = address
         self.headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
         if last_event_id is not None:
             self.headers["Last-Event-ID"] = last_event_id
         self.status = 0
+        self.refusal: httpx.Response | None = None
         self.ended = False
         self._received: list[Received] = []
         self._lock = threading.Lock()
@@ -44,10 +49,15 @@ class EventReader:
         self._thread = threading.Thread(target=self._read, daemon=True)
 
     def __enter__(self) -> EventReader:
-        self._thread.start()
-        assert self._connected.wait(30), "the event stream never answered"
+        self.open()
         assert self.status == 200, f"the event stream answered {self.status}"
         return self
+
+    def open(self) -> int:
+        """Connect; the answer's status (a refusal's answer is ``refusal``)."""
+        self._thread.start()
+        assert self._connected.wait(30), "the event stream never answered"
+        return self.status
 
     def __exit__(
         self,
@@ -82,15 +92,19 @@ class EventReader:
 
     def _read(self) -> None:
         timeout = httpx.Timeout(10, read=None)
+        transport = httpx.HTTPTransport(local_address=self.address)
         try:
             with (
-                httpx.Client(base_url=self.url, timeout=timeout) as client,
+                httpx.Client(base_url=self.url, timeout=timeout, transport=transport) as client,
                 client.stream("GET", "/api/v1/events", headers=self.headers) as answer,
             ):
                 self.status = answer.status_code
                 stream = answer.extensions.get("network_stream")
                 if stream is not None:
                     self._socket = stream.get_extra_info("socket")
+                if answer.status_code != 200:
+                    answer.read()
+                    self.refusal = answer
                 self._connected.set()
                 if answer.status_code == 200:
                     self._parse(answer.iter_lines())

@@ -22,6 +22,7 @@ from alarmhub.api import accounts, alarms, events, supervision
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
+from alarmhub.listener_limits import StreamBudget
 from alarmhub.store import operations
 from alarmhub.store.writer import SignalWriter
 
@@ -41,11 +42,12 @@ def routes(
     engine: Engine,
     writer: SignalWriter,
     max_body_bytes: int,
+    budget: StreamBudget,
     zone: tzinfo = UTC,
     closed: Callable[[], bool] = lambda: False,
 ) -> list[BaseRoute]:
-    """The routes of ``/api/v1``; ``zone`` is the station's time zone, ``closed`` says when the
-    node stops (event streams end)."""
+    """The routes of ``/api/v1``; event streams take their slots in ``budget``; ``zone`` is the
+    station's time zone, ``closed`` says when the node stops (event streams end)."""
     api = Api(
         engine, lambda work: writer.run(partial(operations.on_queues, work)), max_body_bytes, zone
     )
@@ -54,7 +56,7 @@ def routes(
         *accounts.routes(api),
         *alarms.routes(api),
         *supervision.routes(api),
-        *events.routes(api, closed),
+        *events.routes(api, budget, closed),
     ]
     catch_all = Route("/{rest:path}", unknown, methods=["GET", "PUT", "POST", "PATCH", "DELETE"])
     return [Mount(BASE, routes=[*served, catch_all])]

@@ -2,11 +2,15 @@
 server-sent events (``id`` the event's id, ``event`` its kind, ``data`` its body, as webhooks
 send it), only those of the key's accounts, resumable with ``Last-Event-ID``.
 
-The outbox is the truth (on PostgreSQL every node writes to it): each stream reads it a page at a
-time after the last event it sent, sends the page, and reads again; when it is caught up it looks
-again every :data:`POLL_SECONDS`. No connection is held while a page is sent, so a slow client
-holds nothing of the database. A stream ends when the client goes, when its key is revoked, or
-when the node stops (clients then reconnect, to this node or another, with ``Last-Event-ID``).
+The outbox is the truth (on PostgreSQL every node writes to it): one task a process reads it
+for every stream (:mod:`alarmhub.api.stream_hub`); a stream sends a page at a time after the
+last event it sent, and waits, costing nothing, when it is caught up. No connection is held
+while a page is sent, so a slow client holds nothing of the database. A stream ends when the
+client goes, within :data:`~alarmhub.listener_limits.STREAM_CHECK_SECONDS` of its key's
+revocation, or when the node stops (clients then reconnect, to this node or another, with
+``Last-Event-ID``). Streams are limited per key, per address and per listener
+(:class:`~alarmhub.listener_limits.StreamBudget`): one over answers 429 (503 when the listener's
+budget is full) with ``API-STREAMS``.
 """
 
 from __future__ import annotations
@@ -27,20 +31,17 @@ from starlette.types import Receive, Scope, Send
 
 from alarmhub.api.openapi import REFUSALS, SECURITY, problem
 from alarmhub.api.plumbing import Api
-from alarmhub.api.problems import INPUT, ApiProblem
+from alarmhub.api.problems import INPUT, STREAMS, ApiProblem
+from alarmhub.api.stream_hub import PAGE, Follower, OutboxHub, wait
 from alarmhub.core import events
 from alarmhub.core.api_keys import ApiKey
-from alarmhub.store import api_keys
+from alarmhub.listener_limits import StreamBudget, StreamRefused, StreamSlot
 from alarmhub.store import events as outbox
 
 log = logging.getLogger("alarmhub.api")
 SCOPE = "events:read"
-POLL_SECONDS = 0.25
-"""How often a stream that is caught up looks for new events."""
 KEEPALIVE_SECONDS = 15.0
-"""A comment line this often when nothing else was sent (and the key is checked again)."""
-PAGE = 500
-"""Events read at once; the next page is read only after this one was sent."""
+"""A comment line this often when nothing else was sent."""
 RETRY_MS = 2000
 """How long a client waits before it reconnects (the stream's ``retry`` field)."""
 KEEPALIVE = b": keep-alive\n\n"
@@ -95,7 +96,7 @@ def start_of(conn: Connection, last: int | None) -> tuple[int, bytes]:
             f"events up to {events.event_id_text(forgotten)} were forgotten (they are kept "
             f"{outbox.KEEP_DAYS} days): the stream resumes with the oldest event kept"
         )
-        return last, gap_frame(last, forgotten, detail)
+        return forgotten, gap_frame(last, forgotten, detail)
     return last, b""
 
 
@@ -105,84 +106,91 @@ class EventStream(Response):
     media_type = "text/event-stream"
 
     def __init__(
-        self,
-        api: Api,
-        key: ApiKey,
-        still_valid: Callable[[], bool],
-        closed: Callable[[], bool],
-        after: int,
-        first: bytes,
+        self, api: Api, hub: OutboxHub, key: ApiKey, slot: StreamSlot, after: int, first: bytes
     ) -> None:
         self.status_code = 200
         self.background = None
         self._api = api
+        self._hub = hub
         self._key = key
-        self._still_valid = still_valid
-        self._closed = closed
+        self._slot = slot
         self._after = after
         self._first = first
         self.init_headers({"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = asyncio.Event()
+        follower = self._hub.join(self._key.name)
+        gone = False
 
         async def watch() -> None:
+            nonlocal gone
             while (await receive())["type"] != "http.disconnect":
                 pass
-            gone.set()
+            gone = True
+            follower.wake.set()
 
         watcher = asyncio.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             first = b"retry: %d\n\n" % RETRY_MS + self._first
             await send({"type": "http.response.body", "body": first, "more_body": True})
-            await self._stream(gone, send)
+            await self._stream(follower, lambda: gone, send)
         except OSError:
             pass  # the client went away
         finally:
             watcher.cancel()
+            self._hub.leave(follower)
+            self._slot.release()
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _stream(self, gone: asyncio.Event, send: Send) -> None:
+    async def _stream(self, follower: Follower, gone: Callable[[], bool], send: Send) -> None:
         sees = self._key.sees
         last_sent = time.monotonic()
-        while not gone.is_set() and not self._closed():
-            try:
-                page = await self._api.read(lambda conn: outbox.after(conn, self._after, PAGE))
-            except Exception as exc:  # the client reconnects, to this node or another
-                log.warning("event stream cannot read the outbox", extra={"error": repr(exc)})
-                return
-            if page:
-                self._after = page[-1].event_id
-                body = b"".join(frame(e) for e in page if sees(e.account_number))
-                if body:
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                    last_sent = time.monotonic()
-                if len(page) == PAGE:
-                    continue  # more to read at once
-            if time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
-                if not await asyncio.to_thread(self._still_valid):
-                    return
+        while not gone() and not follower.revoked and not self._hub.closed():
+            head = self._hub.head
+            if head is not None and self._after < head:
+                page = self._hub.after(self._after)
+                if page is None:  # behind what the hub keeps: read the outbox
+                    try:
+                        page = await self._api.read(lambda c: outbox.after(c, self._after, PAGE))
+                    except Exception as exc:  # the client reconnects, to this node or another
+                        log.warning(
+                            "event stream cannot read the outbox", extra={"error": repr(exc)}
+                        )
+                        return
+                if page:
+                    self._after = page[-1].event_id
+                    body = b"".join(frame(e) for e in page if sees(e.account_number))
+                    if body:
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                        last_sent = time.monotonic()
+                    continue  # more may be there at once
+            idle = time.monotonic() - last_sent
+            if idle >= KEEPALIVE_SECONDS:
                 await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
-                last_sent = time.monotonic()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gone.wait(), POLL_SECONDS)
+                last_sent, idle = time.monotonic(), 0.0
+            await wait(follower, KEEPALIVE_SECONDS - idle)
 
 
-def routes(api: Api, closed: Callable[[], bool]) -> list[BaseRoute]:
-    """The event stream's route; ``closed`` says when the node stops (streams then end)."""
+def routes(api: Api, budget: StreamBudget, closed: Callable[[], bool]) -> list[BaseRoute]:
+    """The event stream's route; streams take their slots in ``budget``; ``closed`` says when
+    the node stops (streams then end)."""
+    hub = OutboxHub(api, closed)
 
     async def stream(request: Request, key: ApiKey) -> Response:
         last = resume_point(request)
-        after, first = await api.read(lambda conn: start_of(conn, last))
-        presented = request.headers["authorization"].partition(" ")[2].strip()
-
-        def still_valid() -> bool:
-            with api.engine.connect() as conn:
-                return api_keys.authenticate(conn, presented) is not None
-
-        return EventStream(api, key, still_valid, closed, after, first)
+        address = request.client.host if request.client else ""
+        try:
+            slot = budget.take(request.scope, key.name, address)
+        except StreamRefused as refused:
+            raise ApiProblem(STREAMS, refused.detail, refused.status) from None
+        try:
+            after, first = await api.read(lambda conn: start_of(conn, last))
+        except BaseException:
+            slot.release()
+            raise
+        return EventStream(api, hub, key, slot, after, first)
 
     return [Route("/events", api.endpoint(SCOPE, stream), methods=["GET"])]
 
@@ -196,7 +204,9 @@ PATHS: dict[str, Any] = {
                 "(its kind) and `data` (its body, `{type, timestamp, data}`). Without "
                 "`Last-Event-ID` the stream starts with the next new event; with it, after that "
                 "event (events are kept 7 days; an older id gets an `event: gap` first). A "
-                "comment line every 15 s keeps the connection open. Scope `events:read`."
+                "comment line every 15 s keeps the connection open. At most 4 streams of one "
+                "key and 16 from one address at once (the station's settings), each on a budget "
+                "of its own, apart from the listener's connections. Scope `events:read`."
             ),
             "security": SECURITY,
             "parameters": [
@@ -222,6 +232,8 @@ PATHS: dict[str, Any] = {
                 },
                 **REFUSALS,
                 "422": problem("API-INPUT: Last-Event-ID is not an event id"),
+                "429": problem("API-STREAMS: the key's, or the address's, streams are open"),
+                "503": problem("API-STREAMS: the listener's stream budget is full"),
             },
         }
     }

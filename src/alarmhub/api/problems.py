@@ -17,7 +17,9 @@ AUTH, SCOPE, NOT_FOUND, ETAG, INPUT = (
     "API-INPUT",
 )
 CONFLICT, STORE = "API-CONFLICT", "API-STORE"
+STREAMS = "API-STREAMS"
 STATUS = {AUTH: 401, SCOPE: 403, NOT_FOUND: 404, ETAG: 412, INPUT: 422, CONFLICT: 409, STORE: 503}
+STATUS[STREAMS] = 429  # 503 when the listener's budget is full (listener_limits.StreamBudget)
 
 
 class ApiProblem(Exception):

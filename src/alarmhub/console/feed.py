@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
+from alarmhub.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import on_test, queries, statistics, storm
 from alarmhub.store.provisioning import notify_channel
 
@@ -253,8 +254,10 @@ def clock() -> bytes:
 
 class EventStream(Response):
     """``text/event-stream`` of one console: the current snapshot at once, each new one as it
-    is published, a keep-alive comment every KEEPALIVE_SECONDS (when the session is also
-    checked again: a session that ended gets ``signed-out`` and the stream ends)."""
+    is published, a keep-alive comment every KEEPALIVE_SECONDS; the session is checked again
+    every STREAM_CHECK_SECONDS whatever the traffic (a session that ended, by sign-out, a new
+    password or the operator's disabling, gets ``signed-out`` and the stream ends).
+    ``release`` is called when the stream ends (its slot in the listener's stream budget)."""
 
     media_type = "text/event-stream"
 
@@ -263,12 +266,14 @@ class EventStream(Response):
         feed: LiveFeed,
         session_valid: Callable[[], Awaitable[bool]],
         headers: dict[str, str],
+        release: Callable[[], None] = lambda: None,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
     ) -> None:
         self.status_code = 200
         self.background = None
         self._feed = feed
         self._session_valid = session_valid
+        self._release = release
         self._keepalive = keepalive_seconds
         self.init_headers({**headers, "X-Accel-Buffering": "no"})
 
@@ -294,21 +299,30 @@ class EventStream(Response):
         finally:
             watcher.cancel()
             self._feed.unsubscribe(subscriber)
+            self._release()
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _stream(self, subscriber: Subscriber, send: Send) -> None:
+        checked = sent = time.monotonic()
         while True:
+            now = time.monotonic()
+            due = min(sent + self._keepalive, checked + STREAM_CHECK_SECONDS) - now
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(subscriber.wake.wait(), self._keepalive)
+                await asyncio.wait_for(subscriber.wake.wait(), max(due, 0.0))
             if subscriber.gone or self._feed.closed:
                 return
-            message = subscriber.take()
-            if message is None:
+            now = time.monotonic()
+            if now - checked >= STREAM_CHECK_SECONDS:
+                checked = now
                 if not await self._session_valid():
                     body = event("signed-out", {"message": "your console session has ended"})
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                     return
+            message = subscriber.take()
+            if message is None:
+                if now - sent < self._keepalive:
+                    continue
                 message = b": keep-alive\n\n"
-            body = message + clock()
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": message + clock(), "more_body": True})
+            sent = time.monotonic()

@@ -42,6 +42,7 @@ from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
 from alarmhub.core.operations import Operator, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
+from alarmhub.listener_limits import StreamBudget, StreamRefused
 from alarmhub.store import handling, operations, operators, queries, resolutions, sessions
 from alarmhub.store.engine import read_in_thread
 
@@ -121,11 +122,17 @@ class Console:
     feed from ``feed``; dates the station's time zone ``zone`` (the machine's when None)."""
 
     def __init__(
-        self, engine: Engine, writer: Writer, feed: LiveFeed, zone: tzinfo | None = None
+        self,
+        engine: Engine,
+        writer: Writer,
+        feed: LiveFeed,
+        budget: StreamBudget,
+        zone: tzinfo | None = None,
     ) -> None:
         self.engine = engine
         self.writer = writer
         self.feed = feed
+        self.budget = budget  # the listener's event streams: the feed takes a slot there
         self.zone = zone
         self.station_zone = zone if zone is not None else settings.station_zone("")
         self.throttle = SignInThrottle()
@@ -294,7 +301,12 @@ class Console:
         async def still_valid() -> bool:
             return await self.session(request) is not None
 
-        return EventStream(self.feed, still_valid, {**security.HEADERS, **security.NO_STORE})
+        try:
+            slot = self.budget.take(request.scope)
+        except StreamRefused as refused:
+            return error("CONSOLE-STREAMS", refused.detail, refused.status)
+        headers = {**security.HEADERS, **security.NO_STORE}
+        return EventStream(self.feed, still_valid, headers, slot.release)
 
     # the API ----------------------------------------------------------------------------------
 
@@ -479,7 +491,12 @@ def _who(session: Session) -> dict[str, str]:
 
 
 def routes(
-    engine: Engine, writer: Writer, feed: LiveFeed, zone: tzinfo | None = None
+    engine: Engine,
+    writer: Writer,
+    feed: LiveFeed,
+    budget: StreamBudget,
+    zone: tzinfo | None = None,
 ) -> list[BaseRoute]:
-    """The console's routes (mounted with the query interface)."""
-    return Console(engine, writer, feed, zone).routes()
+    """The console's routes (mounted with the query interface); the live feed's streams take
+    their slots in ``budget``."""
+    return Console(engine, writer, feed, budget, zone).routes()

@@ -39,6 +39,14 @@ def listed(conn: Connection) -> list[dict[str, Any]]:
     return [{**r, "scopes": r["scopes"].split()} for r in rows]
 
 
+def valid_names(conn: Connection, names: set[str]) -> set[str]:
+    """Those of ``names`` that are keys not revoked."""
+    if not names:
+        return set()
+    found = select(KEY.name).where(KEY.name.in_(names), KEY.revoked_us.is_(None))
+    return set(conn.execute(found).scalars())
+
+
 def revoke(conn: Connection, name: str, now_us: int) -> None:
     done = conn.execute(
         update(schema.api_key)
