@@ -49,7 +49,9 @@ class DatabaseId(click.ParamType[int, Any]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         found = parse_id(str(value))
         if found is None:
-            what = param.human_readable_name if param else "id"
+            what = "id" if param is None else param.human_readable_name
+            if isinstance(param, click.Option):
+                what = param.opts[0]
             raise CommandError(f"{what} must be a whole number from 1 to {MAX_ID}, not {value!r}")
         return found
 

@@ -47,8 +47,17 @@ def call_of(fields: dict[str, Any]) -> tuple[str, handling.Call | None]:
         kind = response.CallOutcome(outcome)
     except ValueError:
         raise BadInput(f"outcome must be one of {OUTCOMES}") from None
-    call = handling.Call(kind, fields.get("phone", "").strip(), fields.get("contact_id"))
+    contact_id = _contact_id(fields)
+    call = handling.Call(kind, fields.get("phone", "").strip(), contact_id)
     return text, call
+
+
+def _contact_id(fields: dict[str, Any]) -> int | None:
+    """The body's ``contact_id``, when it has one that can be a row's (``core.ids``)."""
+    contact_id = fields.get("contact_id")
+    if contact_id is not None and not is_id(contact_id):
+        raise BadInput("contact_id must be a contact's id, a whole number from 1")
+    return contact_id
 
 
 async def log_call(
@@ -72,9 +81,7 @@ async def check_passcode(
     alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
     fields = await body(request, PASSCODE_FIELDS)
     given = inputs.required(fields, "passcode")
-    contact_id = fields.get("contact_id")
-    if contact_id is not None and not is_id(contact_id):
-        raise BadInput("contact_id must be a contact's id")
+    contact_id = _contact_id(fields)
     code = session.code
     wait = console.passcode_throttle.attempt("", code, time.monotonic())
     if wait:
