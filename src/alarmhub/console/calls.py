@@ -4,6 +4,9 @@ with whom, which number and how they ended, and passcode checks.
 A passcode check reads the hashes it compares with, runs the Argon2 checks outside any
 transaction and in turn with every other password check of the node (``FairChecks``), then
 records the answer through the writer: the database is never held while hashes are computed.
+Wrong codes are limited (``core.response.PASSCODE_FAILURES_MAX``): per operator by a throttle
+counted before the check, per alarm by its NOT VERIFIED records of the window, read and written
+in the operator's turn so that every worker and node counts the same records.
 """
 
 from __future__ import annotations
