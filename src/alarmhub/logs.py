@@ -32,6 +32,12 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
+def escape_unsafe(text: str) -> str:
+    """``text`` with every unsafe character escaped (``\\n``, ``\\x1b``, ``\\u202e``), for a
+    terminal as for a log line."""
+    return _UNSAFE_RE.sub(_escape, text)
+
+
 def _quote(value: Any) -> str:
     """A value as it stands in a ``key=value`` line: quoted, with ``\\``, ``"`` and every
     unsafe character escaped, when it holds any of them, a space or ``=``."""

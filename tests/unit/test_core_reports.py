@@ -83,3 +83,13 @@ def test_day_window_refuses(first: str, last: str, words: str) -> None:
     with pytest.raises(BadInput) as refused:
         reports.day_window(first, last, ZoneInfo("UTC"))
     assert words in refused.value.message
+
+
+@pytest.mark.parametrize("cell", ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx"])
+def test_a_csv_cell_a_spreadsheet_would_run_gets_a_quote(cell: str) -> None:
+    assert reports.csv_cell(cell) == "'" + cell
+
+
+@pytest.mark.parametrize("cell", ["Oak School", "", "a=b", -2, 3.5, None])
+def test_other_csv_cells_stay_as_they_are(cell: object) -> None:
+    assert reports.csv_cell(cell) == cell

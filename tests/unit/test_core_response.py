@@ -106,3 +106,8 @@ def test_calling_order_is_primary_then_the_other_lists_then_none() -> None:
     assert sorted(["NIGHT", "PRIMARY", "FIRE"], key=response.call_list_rank) == [
         "PRIMARY", "FIRE", "NIGHT",
     ]  # fmt: skip
+
+
+def test_an_alarm_is_locked_from_its_fifth_wrong_passcode() -> None:
+    assert [response.passcode_locked(n) for n in range(7)] == [False] * 5 + [True] * 2
+    assert response.PasscodeAnswer(verified=False, duress=False).record == response.NOT_VERIFIED

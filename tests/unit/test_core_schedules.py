@@ -285,3 +285,13 @@ def test_start_of_day_is_local() -> None:
     assert rules.start_of_day_us(now, UTC) == at("2026-03-02 00:00", None)
     assert rules.local_date(now - 2 * 60 * MINUTE, NEW_YORK) == date(2026, 3, 1)
     assert timedelta(microseconds=rules.LOOK_BACK_US) == timedelta(days=1)
+
+
+@pytest.mark.parametrize("name", ["Boxing\x00Day", "\x1b[2J", "a\x7f", "b\x85", "c\x9b", "d\n"])
+def test_a_holiday_name_with_a_control_character_is_refused(name: str) -> None:
+    assert rules.holiday_name_problem(name) == "a holiday's name must not hold control characters"
+
+
+def test_a_holiday_name_is_at_most_60_characters_of_text() -> None:
+    assert rules.holiday_name_problem("Noël – Christmas Day") is None
+    assert rules.holiday_name_problem("x" * 61) == "a holiday's name is at most 60 characters"

@@ -111,7 +111,7 @@ async def put_account(request: Request, key: ApiKey, api: Api) -> Response:
     interval = _interval_s(body.get("test_interval"))
     duress = body.get("duress_code", "")  # absent: kept; null: cleared
     duress_hash = (
-        response.hash_passcode(duress)
+        await response.hash_passcode_in_thread(duress)
         if isinstance(duress, str) and "duress_code" in body
         else None
     )

@@ -30,9 +30,11 @@ from starlette.routing import BaseRoute, Route
 from alarmhub.api import scoped
 from alarmhub.api.plumbing import Api, encode_cursor, etag_of, json_response, page, page_of
 from alarmhub.api.problems import INPUT, ApiProblem, not_found
+from alarmhub.api.scope import seen
 from alarmhub.clock import now_us
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.errors import QueryRefused
+from alarmhub.core.ids import parse_id
 from alarmhub.core.operations import OPEN_STATES
 from alarmhub.core.router import RoutePath
 from alarmhub.store import provisioning, queries
@@ -142,14 +144,15 @@ class Alarms:
         scoped.params(request, set())
         text = request.path_params["alarm_id"]
         missing = not_found(f"no alarm {text[: ID_DIGITS + 2]!r}")
-        if not (text.isascii() and text.isdigit() and len(text) <= ID_DIGITS):
+        alarm_id = parse_id(text)
+        if alarm_id is None:
             raise missing
 
         def read(conn: Connection) -> dict[str, Any]:
-            row = queries.alarm(conn, int(text))
+            row = queries.alarm(conn, alarm_id)
             if row is None or not key.sees(row["account_number"]):
                 raise missing
-            found = queries.alarm_detail(conn, int(text), history_limit=0)
+            found = queries.alarm_detail(conn, alarm_id, history_limit=0)
             account = found["account"] or {}
             shown = alarm_view({**found["alarm"], "company_name": account.get("company_name")})
             events = found["events"]
@@ -164,7 +167,7 @@ class Alarms:
     # history ------------------------------------------------------------------------------------
 
     async def history(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         allowed = {*HISTORY_PARAMS, *HISTORY_FLAGS, "limit", "cursor"}
         found = scoped.params(request, allowed)
         limit, after = page_of(request)

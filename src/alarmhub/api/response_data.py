@@ -17,10 +17,11 @@ from starlette.routing import BaseRoute, Route
 from alarmhub.api import openapi_parts as oa
 from alarmhub.api.plumbing import Api, check_if_match, etag_of, json_response
 from alarmhub.api.problems import INPUT, ApiProblem, not_found
-from alarmhub.api.scope import binder, visible_account
+from alarmhub.api.scope import binder, seen, visible_account
 from alarmhub.clock import now_us
 from alarmhub.core import response as rules
 from alarmhub.core.api_keys import ApiKey
+from alarmhub.core.ids import MAX_DIGITS, is_id, parse_id
 from alarmhub.store import api_audit, response
 from alarmhub.store import contacts as contact_store
 
@@ -224,9 +225,20 @@ def _phones(given: list[Any]) -> tuple[rules.Phone, ...]:
     return tuple(phones)
 
 
-def _passcode_hash(body: dict[str, Any]) -> str | None:
+async def _passcode_hash(body: dict[str, Any]) -> str | None:
+    """The hash of the body's passcode (made in a thread), None when it has none."""
     passcode = body.get("passcode")
-    return response.hash_passcode(passcode) if passcode is not None else None
+    return await response.hash_passcode_in_thread(passcode) if passcode is not None else None
+
+
+def _contact_of(request: Request) -> tuple[str, int]:
+    """The account and contact id of a contact's path; an id that can be no row's (past 64
+    bits, zero) is a contact that does not exist."""
+    account, text = request.path_params["account"], request.path_params["id"]
+    contact_id = parse_id(text)
+    if contact_id is None:
+        raise not_found(f"account {account!r} has no contact {text[: MAX_DIGITS + 1]!r}")
+    return account, contact_id
 
 
 def _find_contact(account: str, contact_id: int) -> Find:
@@ -243,13 +255,13 @@ async def list_contacts(request: Request, key: ApiKey, api: Api) -> Response:
 
 
 async def get_contact(request: Request, key: ApiKey, api: Api) -> Response:
-    account, contact_id = request.path_params["account"], request.path_params["id"]
+    account, contact_id = _contact_of(request)
     find = _find_contact(account, contact_id)
     return await _one(api, key, account, find, f"contact {contact_id}")
 
 
 async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
-    account = request.path_params["account"]
+    account = seen(key, request.path_params["account"])
     body = await api.body(request, CONTACT_MEMBERS)
     if "name" not in body:
         raise ApiProblem(INPUT, "name is required")
@@ -261,7 +273,7 @@ async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
         account, body["name"], _phones(body.get("phones", [])), body.get("email", ""),
         body.get("relation", ""), body.get("notes", ""),
     )  # fmt: skip
-    passcode_hash = _passcode_hash(body)
+    passcode_hash = await _passcode_hash(body)
 
     def work(conn: Connection) -> dict[str, Any]:
         visible_account(conn, key, account)
@@ -276,14 +288,15 @@ async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
 
 
 async def patch_contact(request: Request, key: ApiKey, api: Api) -> Response:
-    account, contact_id = request.path_params["account"], request.path_params["id"]
+    account, contact_id = _contact_of(request)
+    seen(key, account)
     body = await api.body(request, {k: v for k, v in CONTACT_MEMBERS.items() if k != "lists"})
     changes: dict[str, Any] = {
         k: body[k] for k in ("name", "email", "relation", "notes") if k in body
     }
     if "phones" in body:
         changes["phones"] = _phones(body["phones"])
-    passcode_hash = _passcode_hash(body)
+    passcode_hash = await _passcode_hash(body)
     clear = "passcode" in body and body["passcode"] is None
     find = _find_contact(account, contact_id)
 
@@ -304,7 +317,7 @@ async def patch_contact(request: Request, key: ApiKey, api: Api) -> Response:
 
 
 async def delete_contact(request: Request, key: ApiKey, api: Api) -> Response:
-    account, contact_id = request.path_params["account"], request.path_params["id"]
+    account, contact_id = _contact_of(request)
 
     def remove(conn: Connection, before: dict[str, Any]) -> str:
         contact_store.remove_contact_in(conn, account, contact_id)
@@ -337,7 +350,7 @@ async def put_call_list(request: Request, key: ApiKey, api: Api) -> Response:
     contacts = body.get("contacts")
     if contacts is None:
         raise ApiProblem(INPUT, "contacts is required")
-    if not all(isinstance(c, int) and not isinstance(c, bool) for c in contacts):
+    if not all(is_id(c) for c in contacts):
         raise ApiProblem(INPUT, "contacts holds contact ids (whole numbers)")
 
     def work(conn: Connection) -> tuple[bool, dict[str, Any]]:
@@ -366,9 +379,9 @@ def routes(api: Api) -> list[BaseRoute]:
         Route(f"{one}/users/{{user}}", bound(WRITE, delete_user), methods=["DELETE"]),
         Route(f"{one}/contacts", bound(READ, list_contacts), methods=["GET"]),
         Route(f"{one}/contacts", bound(WRITE, post_contact), methods=["POST"]),
-        Route(f"{one}/contacts/{{id:int}}", bound(READ, get_contact), methods=["GET"]),
-        Route(f"{one}/contacts/{{id:int}}", bound(WRITE, patch_contact), methods=["PATCH"]),
-        Route(f"{one}/contacts/{{id:int}}", bound(WRITE, delete_contact), methods=["DELETE"]),
+        Route(f"{one}/contacts/{{id}}", bound(READ, get_contact), methods=["GET"]),
+        Route(f"{one}/contacts/{{id}}", bound(WRITE, patch_contact), methods=["PATCH"]),
+        Route(f"{one}/contacts/{{id}}", bound(WRITE, delete_contact), methods=["DELETE"]),
         Route(f"{one}/call-lists", bound(READ, list_call_lists), methods=["GET"]),
         Route(f"{one}/call-lists/{{name}}", bound(WRITE, put_call_list), methods=["PUT"]),
     ]

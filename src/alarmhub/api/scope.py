@@ -22,10 +22,17 @@ def no_account(number: str) -> ApiProblem:
     return not_found(f"no account {number!r}")
 
 
+def seen(key: ApiKey, account: str) -> str:
+    """``account`` when it can be an account number the key may see, else the 404: checked
+    before anything of the request costs (a body's passcode hashed, a query run)."""
+    if account_number_problem(account) or not key.sees(account):
+        raise no_account(account)
+    return account
+
+
 def visible_account(conn: Connection, key: ApiKey, number: str) -> dict[str, Any]:
     """The account's row, or 404 API-NOTFOUND when it does not exist or the key may not see it."""
-    possible = key.sees(number) and account_number_problem(number) is None
-    row = accounts.account_row(conn, number) if possible else None
+    row = accounts.account_row(conn, seen(key, number))
     if row is None:
         raise no_account(number)
     return row

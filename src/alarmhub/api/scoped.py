@@ -13,20 +13,11 @@ from starlette.requests import Request
 from alarmhub.api.openapi import REFUSALS, SECURITY, problem
 from alarmhub.api.problems import INPUT, ApiProblem
 from alarmhub.api.scope import no_account
-from alarmhub.core.account import account_number_problem
-from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.events import timestamp
 from alarmhub.store import schema
 
 ACCOUNT = schema.account.c
 PARAM_MAX_CHARS = 64
-
-
-def seen(key: ApiKey, account: str) -> str:
-    """``account`` when it can be an account number the key may see, else the 404."""
-    if account_number_problem(account) or not key.sees(account):
-        raise no_account(account)
-    return account
 
 
 def company(conn: Connection, account: str) -> str:

@@ -32,6 +32,7 @@ from starlette.routing import BaseRoute, Route
 from alarmhub.api import scoped
 from alarmhub.api.plumbing import Api, check_if_match, etag_of, json_response, page, page_of
 from alarmhub.api.problems import INPUT, SCOPE, ApiProblem, not_found
+from alarmhub.api.scope import seen
 from alarmhub.clock import now_us
 from alarmhub.core import on_test as test_rules
 from alarmhub.core import schedules as rules
@@ -83,7 +84,7 @@ class Supervision:
     # schedules ----------------------------------------------------------------------------------
 
     async def schedule(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         area = schedule_data.parsed(
             rules.parse_area, scoped.params(request, {"area"}).get("area", "")
         )
@@ -98,7 +99,7 @@ class Supervision:
         return json_response(shown, etag=_schedule_etag(shown))
 
     async def set_schedule(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         scoped.params(request, set())
         change = schedule_data.change_of(
             account, await self.api.body(request, schedule_data.SET_FIELDS)
@@ -117,7 +118,7 @@ class Supervision:
         return json_response(shown, etag=_schedule_etag(shown))
 
     async def remove_schedule(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         found = scoped.params(request, REMOVE_PARAMS)
         area = schedule_data.parsed(rules.parse_area, found.get("area", ""))
         days = schedule_data.parsed(rules.parse_days, found["day"]) if "day" in found else []
@@ -219,7 +220,7 @@ class Supervision:
     # on test ------------------------------------------------------------------------------------
 
     async def test(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         scoped.params(request, set())
 
         def read(conn: Connection) -> dict[str, Any]:
@@ -234,7 +235,7 @@ class Supervision:
         return json_response(await self.api.read(read))
 
     async def start_test(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         scoped.params(request, set())
         fields = await self.api.body(request, START_FIELDS)
         if "minutes" not in fields:
@@ -255,7 +256,7 @@ class Supervision:
         return json_response(_named(test_rules.test_view(await self.api.write(write))))
 
     async def stop_test(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         by = scoped.params(request, {"by"}).get("by", "").strip() or key.name[: test_rules.BY_MAX]
 
         def write(conn: Connection) -> dict[str, Any]:
@@ -268,7 +269,7 @@ class Supervision:
         return json_response(_report_view(await self.api.write(write)))
 
     async def report(self, request: Request, key: ApiKey) -> Response:
-        account = scoped.seen(key, request.path_params["account"])
+        account = seen(key, request.path_params["account"])
         scoped.params(request, set())
 
         def read(conn: Connection) -> dict[str, Any]:
@@ -297,7 +298,7 @@ def _holiday_account(request: Request, key: ApiKey, changing: bool = False) -> s
     """The account of a holiday's path ('' for the station's); a key with an account range
     may read the station's holidays but not change them."""
     if "account" in request.path_params:
-        return scoped.seen(key, request.path_params["account"])
+        return seen(key, request.path_params["account"])
     if changing and key.accounts:
         raise ApiProblem(
             SCOPE, "a key limited to an account range may not change the station's holidays"

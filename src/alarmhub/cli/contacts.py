@@ -17,6 +17,7 @@ import click
 
 from alarmhub.cli.csv_import import import_command, order_of
 from alarmhub.cli.output import (
+    DATABASE_ID,
     CommandError,
     data_dir_option,
     emit,
@@ -162,7 +163,7 @@ def contact_add(
 
 @contact_group.command("update")
 @click.argument("account_number", metavar="ACCOUNT")
-@click.argument("contact_id", type=int)
+@click.argument("contact_id", type=DATABASE_ID)
 @click.option("--name", help="A new name.")
 @details
 @click.option("--off-list", "off_lists", multiple=True, metavar="NAME", help="Leave this list.")
@@ -219,7 +220,7 @@ def contact_update(
 
 @contact_group.command("remove")
 @click.argument("account_number", metavar="ACCOUNT")
-@click.argument("contact_id", type=int)
+@click.argument("contact_id", type=DATABASE_ID)
 @data_dir_option
 @json_option
 @provisioning_errors

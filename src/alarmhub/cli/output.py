@@ -20,6 +20,7 @@ import click
 from alarmhub.cli import station
 from alarmhub.core import units
 from alarmhub.core.errors import ActionRefused, ProvisioningError, SecretKeyError, SettingsError
+from alarmhub.core.ids import MAX_ID, parse_id
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
@@ -37,6 +38,25 @@ class CommandError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
+
+
+class DatabaseId(click.ParamType[int, Any]):
+    """A row's id on the command line (``core.ids``): anything else is an ``error:`` line
+    and status 1, before the database is opened."""
+
+    name = "id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        found = parse_id(str(value))
+        if found is None:
+            what = "id" if param is None else param.human_readable_name
+            if isinstance(param, click.Option):
+                what = param.opts[0]
+            raise CommandError(f"{what} must be a whole number from 1 to {MAX_ID}, not {value!r}")
+        return found
+
+
+DATABASE_ID = DatabaseId()
 
 
 def data_dir_option(func: F) -> F:
@@ -167,8 +187,13 @@ def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
 
 
 def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], empty: str) -> None:
+    """``rows`` as a table of ``columns`` (key, title): each cell as plain text (no markup),
+    its control characters escaped, so that no stored value can drive the terminal."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from alarmhub.logs import escape_unsafe
 
     if not rows:
         click.echo(empty)
@@ -177,7 +202,7 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], empty: str
     for _, title in columns:
         t.add_column(title)
     for row in rows:
-        t.add_row(*(cell(row[key]) for key, _ in columns))
+        t.add_row(*(Text(escape_unsafe(cell(row[key]))) for key, _ in columns))
     # On a terminal the table fits the window; piped to a file or a program, nothing is cut.
     Console(width=None if sys.stdout.isatty() else PIPE_WIDTH).print(t)
 

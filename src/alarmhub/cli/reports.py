@@ -60,7 +60,7 @@ def handling(
     elif as_csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
-        writer.writerows(csv_rows(report))
+        writer.writerows([reports.csv_cell(c) for c in row] for row in csv_rows(report))
     else:
         _human(report)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from alarmhub.cli.output import (
+    DATABASE_ID,
     data_dir_option,
     emit,
     json_option,
@@ -83,7 +84,7 @@ def webhook_list(data_dir: Path | None, as_json: bool) -> None:
 
 
 @webhook_group.command("remove")
-@click.argument("webhook_id", metavar="ID", type=int)
+@click.argument("webhook_id", metavar="ID", type=DATABASE_ID)
 @data_dir_option
 @json_option
 @provisioning_errors
@@ -99,7 +100,9 @@ def webhook_remove(webhook_id: int, data_dir: Path | None, as_json: bool) -> Non
 
 @webhook_group.command("deliveries")
 @click.option("--failed", is_flag=True, help="Only the failed ones (they can be replayed).")
-@click.option("--webhook", "webhook_id", type=int, metavar="ID", help="Only this webhook's.")
+@click.option(
+    "--webhook", "webhook_id", type=DATABASE_ID, metavar="ID", help="Only this webhook's."
+)
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @data_dir_option
 @json_option
@@ -121,7 +124,7 @@ def webhook_deliveries(
 
 
 @webhook_group.command("replay")
-@click.argument("delivery_id", metavar="DELIVERY", type=int)
+@click.argument("delivery_id", metavar="DELIVERY", type=DATABASE_ID)
 @data_dir_option
 @json_option
 @provisioning_errors

@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 
 from alarmhub.console import security
+from alarmhub.core.sign_in import SignInThrottle
 
 T = TypeVar("T")
 
@@ -26,9 +27,11 @@ class Plumbing(Writes, Protocol):
 
 
 class Checking(Plumbing, Protocol):
-    """Reads, writes, and the node's fair share of password checks."""
+    """Reads, writes, the node's fair share of password checks and its throttle of
+    operators' wrong passcodes."""
 
     checks: security.FairChecks
+    passcode_throttle: SignInThrottle
 
 
 class Session(Protocol):

@@ -136,6 +136,7 @@ class Console:
         self.zone = zone
         self.station_zone = zone if zone is not None else settings.station_zone("")
         self.throttle = SignInThrottle()
+        self.passcode_throttle = SignInThrottle()  # per operator: wrong passcodes
         self.checks = security.FairChecks()
         self.unknown = security.UnknownSessions()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from typing import Any
 
 from alarmhub.core import units
 from alarmhub.core.errors import BadInput
@@ -83,3 +84,15 @@ def day_window(first: str, last: str, zone: tzinfo) -> tuple[int, int]:
 def _midnight(day: date, zone: tzinfo) -> int:
     moment = datetime(day.year, day.month, day.day, tzinfo=zone)
     return round(moment.timestamp() * units.US_PER_SECOND)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet takes a cell for a formula by (OWASP's CSV injection list)."""
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV export writes it: text that a spreadsheet would run as a formula
+    (an account's name ``=HYPERLINK(...)``) gets a leading ``'``, so that it shows as text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value

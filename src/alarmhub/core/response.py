@@ -127,6 +127,21 @@ def call_detail(contact: str | None, phone: str, outcome: CallOutcome, text: str
     return f"{detail}: {text}" if text else detail
 
 
+NOT_VERIFIED = "NOT VERIFIED"
+"""The operator record of a wrong code: what the attempt limit counts."""
+PASSCODE_FAILURES_MAX = 5
+PASSCODE_LOCK_MINUTES = 15
+"""An alarm that had ``PASSCODE_FAILURES_MAX`` wrong codes in the last
+``PASSCODE_LOCK_MINUTES`` takes no more checks until the oldest of them is that old; an
+operator's wrong codes (on any alarms) earn the waits of the sign-in throttle
+(``core.sign_in``): five free, then 30 s doubling up to 15 minutes."""
+
+
+def passcode_locked(failures: int) -> bool:
+    """Whether an alarm with ``failures`` wrong codes in the window takes no more checks."""
+    return failures >= PASSCODE_FAILURES_MAX
+
+
 @dataclass(frozen=True, slots=True)
 class PasscodeAnswer:
     """What a passcode check answers. The duress code is ``verified`` too, so that whoever
@@ -140,7 +155,7 @@ class PasscodeAnswer:
         """What the operator record of the check says (never the code that was given)."""
         if self.duress:
             return "VERIFIED (DURESS CODE GIVEN)"
-        return "VERIFIED" if self.verified else "NOT VERIFIED"
+        return "VERIFIED" if self.verified else NOT_VERIFIED
 
 
 def check_passcode(

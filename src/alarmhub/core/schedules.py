@@ -39,6 +39,8 @@ LOOK_BACK_US = units.US_PER_DAY
 LOOK_AHEAD_DAYS = 8
 """How far ahead the next due moment is looked for."""
 _TIME = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+HOLIDAY_NAME_MAX = 60
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: no place in a name
 
 
 def is_open_close(code: str) -> bool:
@@ -73,6 +75,16 @@ def parse_time(text: str) -> int:
     if not found:
         raise ValueError(f"time {text!r}: use HH:MM, 24-hour (e.g. 08:00, 18:30)")
     return int(found.group(1)) * 60 + int(found.group(2))
+
+
+def holiday_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a holiday's name (too long, a control character, which a
+    terminal would obey and PostgreSQL refuses as NUL), or None when it can."""
+    if len(name) > HOLIDAY_NAME_MAX:
+        return f"a holiday's name is at most {HOLIDAY_NAME_MAX} characters"
+    if CONTROL.search(name):
+        return "a holiday's name must not hold control characters"
+    return None
 
 
 def parse_date(text: str) -> date:

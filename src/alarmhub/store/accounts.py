@@ -22,6 +22,7 @@ from alarmhub.store.provisioning import (
     bump_revision,
     checked_account,
 )
+from alarmhub.store.queries import starts_with
 
 
 def account_row(conn: Connection, number: str) -> dict[str, Any] | None:
@@ -34,7 +35,7 @@ def accounts_after(conn: Connection, prefix: str, after: str, limit: int) -> lis
     """Up to ``limit`` accounts whose number starts with ``prefix``, after ``after``, in order."""
     query = select(schema.account).where(ACCOUNT.account_number > after)
     if prefix:
-        query = query.where(ACCOUNT.account_number.startswith(prefix, autoescape=True))
+        query = query.where(starts_with(ACCOUNT.account_number, prefix))
     rows = conn.execute(query.order_by(ACCOUNT.account_number).limit(limit)).mappings()
     return [dict(r) for r in rows]
 

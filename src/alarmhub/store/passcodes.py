@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, func, select, update
 
 from alarmhub.core.alarm_types import DURESS
 from alarmhub.core.operations import Action
-from alarmhub.core.response import PasscodeAnswer
+from alarmhub.core.response import NOT_VERIFIED, PasscodeAnswer
 from alarmhub.core.router import Router
 from alarmhub.core.sites import Arriving
 from alarmhub.store import alarm_response, handling, operator_audit, provisioning, queries, schema
@@ -26,6 +26,7 @@ from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
 
 ALARM = schema.alarm.c
+HISTORY = schema.history.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,18 @@ def hashes(conn: Connection, code: str, alarm_id: int, contact_id: int | None = 
     account = row["account_number"]
     passcodes, duress = alarm_response.passcode_hashes(conn, account, contact_id)
     return Hashes(account, passcodes, duress)
+
+
+def failed_checks(conn: Connection, alarm_id: int, since_us: int) -> int:
+    """The wrong codes given for the alarm since ``since_us``: its PASS records that say
+    NOT VERIFIED (an index range of the alarm's incident)."""
+    query = select(func.count()).where(
+        HISTORY.incident_number == alarm_id,
+        HISTORY.type == Action.PASSCODE.value,
+        HISTORY.note == NOT_VERIFIED,
+        HISTORY.received_us >= since_us,
+    )
+    return int(conn.execute(query).scalar_one())
 
 
 def matches(passcode_hash: str, given: str) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, bindparam, func, or_, select
 
 from alarmhub.core import operations as ops
 from alarmhub.core import units
@@ -170,6 +170,13 @@ def alarms_in(
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
+def starts_with(column: ColumnElement[str], prefix: str) -> ColumnElement[bool]:
+    """``column`` begins with ``prefix``, letter case included, on both databases (the LIKE of
+    SQLAlchemy's ``startswith`` ignores ASCII case on SQLite): its first characters compared
+    exactly, beside the range from ``prefix`` on that an index of ``column`` starts at."""
+    return and_(column >= prefix, func.substr(column, 1, len(prefix)) == prefix)
+
+
 def open_alarms_after(
     conn: Connection, states: Sequence[str], prefix: str, after_id: int, limit: int
 ) -> list[dict[str, Any]]:
@@ -185,7 +192,7 @@ def open_alarms_after(
         .limit(limit)
     )
     if prefix:
-        query = query.where(ALARM.account_number.startswith(prefix, autoescape=True))
+        query = query.where(starts_with(ALARM.account_number, prefix))
     return [dict(row) for row in conn.execute(query).mappings()]
 
 

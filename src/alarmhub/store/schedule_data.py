@@ -30,7 +30,6 @@ from alarmhub.store.schedules import (
 )
 
 ACCOUNT = schema.account.c
-HOLIDAY_NAME_MAX = 60
 TIMEZONE_NAME_MAX = 64
 T = TypeVar("T")
 
@@ -396,8 +395,9 @@ def _recheck_all(conn: Connection, account: str, now_us: int) -> None:
 
 
 def add_holiday(conn: Connection, day: date, account: str, name: str, now_us: int) -> None:
-    if len(name) > HOLIDAY_NAME_MAX:
-        raise ProvisioningError(f"a holiday's name is at most {HOLIDAY_NAME_MAX} characters")
+    problem = rules.holiday_name_problem(name)
+    if problem:
+        raise ProvisioningError(problem)
     if account:
         _account_known(conn, account)
     exists = conn.execute(
