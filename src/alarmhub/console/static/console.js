@@ -139,9 +139,30 @@
   // or until another alarm is opened by hand
   function feedback(text, kind) {
     const node = $("#alarm-feedback");
-    node.textContent = text || "";
-    node.className = `feedback ${kind || ""}`;
-    node.hidden = !text;
+    keepingFormInView(() => {
+      node.textContent = text || "";
+      node.className = `feedback ${kind || ""}`;
+      node.hidden = !text;
+    });
+  }
+
+  // a change of the alarm screen (a new detail, the feedback line) that moves the open form
+  // scrolls it back into view when it was in view before: what the operator is typing stays
+  // in sight while the screen updates
+  function keepingFormInView(change) {
+    const name = FORMS.find((n) => !$(`#form-${n}`).hidden);
+    const form = name ? $(`#form-${name}`) : null;
+    const wasInView = form !== null && inView(form);
+    change();
+    if (wasInView && !inView(form)) form.scrollIntoView({ block: "nearest" });
+  }
+
+  // whether the whole of ``node`` is in sight: in the window and in the box that scrolls it
+  function inView(node) {
+    const box = node.getBoundingClientRect();
+    const scroller = node.parentElement.closest(SCROLLING);
+    const frame = scroller ? scroller.getBoundingClientRect() : { top: 0, bottom: innerHeight };
+    return box.top >= Math.max(frame.top, 0) && box.bottom <= Math.min(frame.bottom, innerHeight);
   }
 
   // "Alarm 123 FIRE 700042", of an alarm of the detail, the siblings or the queues
@@ -533,7 +554,7 @@
       const detail = await api("GET", `/alarms/${id}`);
       if (state.openId !== id) return;
       state.detail = detail;
-      renderDetail();
+      keepingFormInView(renderDetail);
     } catch (err) {
       if (state.openId !== id) return;
       showError(err.message);
