@@ -369,3 +369,36 @@ def test_a_20_mb_line_is_refused_at_its_line_without_being_held(tmp_path: Path) 
     )
     listed = cli_json(data_dir, "account", "list")
     assert isinstance(listed, list) and [a["account_number"] for a in listed] == ["810009"]
+
+
+# 7. API keys: their last use recorded, a write a minute ---------------------------------------
+
+
+def test_apikey_list_shows_each_keys_last_use_written_once_a_minute(tmp_path: Path) -> None:
+    """Before: ``last_used`` was never written, so a stale key could not be told from one in
+    use. Now a key's first request writes it, and the next ones within the minute do not."""
+    data_dir = tmp_path / "data"
+    key = str(cli_json(data_dir, "apikey", "create", "--name", "crm", "--scope", "accounts:read")
+              ["key"])  # type: ignore[index]  # fmt: skip
+    cli(data_dir, "apikey", "create", "--name", "idle", "--scope", "accounts:read")
+
+    def last_used() -> dict[str, object]:
+        listed = cli_json(data_dir, "apikey", "list")
+        assert isinstance(listed, list)
+        return {k["name"]: k["last_used_us"] for k in listed}
+
+    assert last_used() == {"crm": None, "idle": None}
+    server = Server(data_dir).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            auth = {"Authorization": f"Bearer {key}"}
+            assert client.get("/api/v1/accounts", headers=auth).status_code == 200
+            first = last_used()["crm"]
+            assert isinstance(first, int) and first > 0
+            for _ in range(20):
+                assert client.get("/api/v1/accounts", headers=auth).status_code == 200
+            assert last_used() == {"crm": first, "idle": None}
+    finally:
+        assert server.stop() == 0, server.log()
+    shown = cli(data_dir, "apikey", "list").stdout
+    assert "LAST USED" in shown and "never" in shown
