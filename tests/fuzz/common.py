@@ -43,13 +43,15 @@ def call(
     headers: list[tuple[bytes, bytes]],
     body: bytes,
     query: bytes = b"",
+    method: str = "POST",
 ) -> tuple[int, bytes]:
-    """POST ``body`` to ``path`` of ``app``; the status and the body of the answer."""
+    """Send ``body`` to ``path`` of ``app`` (POST unless ``method``); the status and the body
+    of the answer."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "POST",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
