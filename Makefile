@@ -49,8 +49,9 @@ coverage: $(VENV)/.installed-test
 	$(BIN)/coverage report --skip-covered --sort=cover | tail -25
 	$(BIN)/coverage html -q
 
-# every wire parser fuzzed in-process, 100,000 inputs each (ALARMHUB_FUZZ_EXAMPLES to change);
-# not part of `make test` (it takes about half an hour on two cores): tests/fuzz/README.md
+# every wire parser, the API's JSON bodies and the CSV imports fuzzed in-process, 100,000 inputs
+# each (ALARMHUB_FUZZ_EXAMPLES to change);
+# not part of `make test` (it takes about an hour on two cores): tests/fuzz/README.md
 fuzz: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
 

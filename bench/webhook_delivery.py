@@ -31,6 +31,7 @@ import asyncio
 import json
 import math
 import multiprocessing as mp
+import os
 import shutil
 import signal
 import sqlite3
@@ -215,10 +216,11 @@ def event_count(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM event").fetchone()[0])
 
 
-def alarmhub(data_dir: Path, *args: str) -> str:
+def alarmhub(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(
         [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
         check=True, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
     ).stdout  # fmt: skip
 
 
@@ -265,7 +267,9 @@ def main() -> None:
         mode = args.events
         if mode == "auto":
             mode = "signals" if event_count(db) else "side"
-        alarmhub(data_dir, "webhook", "add", f"http://127.0.0.1:{receiver_port}/hook", *options)
+        receiver = f"http://127.0.0.1:{receiver_port}/hook"  # on this machine: a private target
+        alarmhub(data_dir, "webhook", "add", receiver, *options,
+                 env={"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"})  # fmt: skip
         print(f"data dir {data_dir}; node on {port}; events from: {mode}", flush=True)
         if mode == "side":
             side_args = (f"sqlite:///{db}", args.rate, args.accounts, side_stop)

@@ -102,7 +102,10 @@ class GuardedProtocol(HttpToolsProtocol):
             if not self._message_done:
                 # the body of the request being read, even when it was answered before its
                 # end (a body over a limit): its bytes are never the next request's headers
+                cycle = self.cycle
                 _data_received(self, data)
+                if self.cycle is not cycle:  # the next request's headers came in this read
+                    self._message_done = not self.cycle.more_body
                 return
             # the last request is read to its end: the next one's headers begin (counted from
             # this read on; what followed the end in the same read is not counted)

@@ -58,6 +58,7 @@ class Settings:
     stream_max_connections: int = 1024
     stream_max_per_key: int = 4
     stream_max_per_address: int = 16
+    webhook_allow_private: bool = False  # webhook URLs on private, loopback... addresses
     # acceptor processes of ``serve`` (HTTP and DC-09), all in front of one writer process
     workers: int = field(default_factory=default_workers)
 
@@ -105,9 +106,23 @@ def _coerce(name: str, raw: Any, kind: type) -> Any:
             return int(raw)
         if kind is float:
             return float(raw)
+        if kind is bool:
+            return _boolean(raw)
         return str(raw)
     except (TypeError, ValueError):
         raise SettingsError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from None
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _boolean(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise ValueError(text)
+    return text in _TRUE
 
 
 _KINDS: dict[str, type] = {
@@ -138,6 +153,7 @@ _KINDS: dict[str, type] = {
     "stream_max_connections": int,
     "stream_max_per_key": int,
     "stream_max_per_address": int,
+    "webhook_allow_private": bool,
     "workers": int,
 }
 

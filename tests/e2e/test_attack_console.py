@@ -308,3 +308,54 @@ def test_an_alarm_id_out_of_range_is_422_not_a_server_error(node: Node, segment:
         answer = browser.client.get(f"/console/api/alarms/{segment}")
         assert answer.status_code == 422, answer.text
         assert answer.json()["error_code"] == "CONSOLE-INPUT"
+
+
+# bodies: counted as they arrive -------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def chunked(first: bytes, mib: int) -> Iterator[bytes]:
+    """A body sent in chunks (no Content-Length): ``first``, then ``mib`` MiB of filler."""
+    yield first
+    for _ in range(mib * 16):
+        yield b"x" * (MIB // 16)
+
+
+def csrf_header(browser: Browser) -> dict[str, str]:
+    page = browser.client.get("/console")
+    found = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+    assert found, page.text
+    return {"X-CSRF-Token": html.unescape(found.group(1))}
+
+
+def test_a_chunked_150_mib_body_is_refused_with_memory_bounded(node: Node) -> None:
+    """Before: a chunked body was read whole (the Content-Length check saw none), 150 MiB in
+    memory before the 422; the sign-in form was parsed whole the same way. Now the bytes are
+    counted as they arrive and the answer comes at the limit."""
+    with Browser(node.url, address="10.9.0.1") as browser:
+        assert signed_in(browser.sign_in("OP7"))
+        action = {**csrf_header(browser), "Content-Type": "application/json"}
+        login = {"Content-Type": "application/x-www-form-urlencoded"}
+        for _ in range(4):  # every worker's buffers and code paths warmed (small bodies)
+            small = browser.client.post("/console/api/receiving", content=chunked(b"{", 1),
+                                        headers=action)  # fmt: skip
+            assert small.status_code == 422, small.text
+        before = node.server.rss_kib()
+        answer = browser.client.post(
+            "/console/api/receiving", content=chunked(b'{"receiving": "', 150), headers=action
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error_code"] == "CONSOLE-INPUT"
+        assert "larger than 16384 bytes" in answer.json()["message"]
+        grown = node.server.rss_kib() - before
+        assert grown < 32 * 1024, f"an action's body: RSS grew by {grown} KiB"
+        before = node.server.rss_kib()
+        form = browser.client.post(
+            "/console/login", content=chunked(b"csrf=x&code=OP1&password=", 150), headers=login
+        )
+        assert form.status_code == 422, form.text
+        grown = node.server.rss_kib() - before
+        assert grown < 32 * 1024, f"the sign-in form: RSS grew by {grown} KiB"
+        assert "too large" in message(form)
+    assert httpx.get(f"{node.url}/healthz", timeout=10).status_code == 200

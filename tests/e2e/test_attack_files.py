@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import stat
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -318,3 +319,86 @@ def test_demo_remove_leaves_no_working_demo_credential(tmp_path: Path) -> None:
         assert again.stdout.strip() == "demo removed: operator D1 disabled"
     finally:
         server.stop()
+
+
+# 6. CSV imports: a bad byte named at its line, a long line never held ------------------------
+
+
+def account_rows(count: int) -> bytes:
+    """``count`` good account rows of varied lengths, for lines 2 to count + 1."""
+    return "".join(f"{810000 + n},Site {'x' * (n % 41)}\n" for n in range(count)).encode()
+
+
+def test_a_bad_byte_on_line_1502_is_named_with_the_lines_imported_before_it(
+    tmp_path: Path,
+) -> None:
+    """Before: "not UTF-8 text after line 1222" (the text was decoded in blocks ahead of the
+    reader), and nothing said that the first 1,000 rows were already stored."""
+    path = tmp_path / "accounts.csv"
+    path.write_bytes(b"account,name\n" + account_rows(1500) + b"819999,Caf\xe9\n810001,B\n")
+    data_dir = tmp_path / "data"
+    done = cli(data_dir, "account", "import", str(path), check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"error: {path}:1502: not UTF-8 text; lines 2-1,001 were imported (added 1000, "
+        "updated 0, rows refused 0), nothing after line 1,001"
+    )
+    listed = cli_json(data_dir, "account", "list", "--limit", "5000")
+    assert isinstance(listed, list) and len(listed) == 1000
+
+
+def test_a_20_mb_line_is_refused_at_its_line_without_being_held(tmp_path: Path) -> None:
+    """Before: the line was read whole, and counted whole for the progress bar (252 MB for one
+    import); now reading stops 64 KiB into it."""
+    path = tmp_path / "accounts.csv"
+    path.write_bytes(b"account,name\n810000,A\n810001," + b"x" * 20_000_000 + b"\n810002,C\n")
+    data_dir = tmp_path / "data"
+    first = tmp_path / "first.csv"
+    first.write_bytes(b"account,name\n810009,Z\n")
+    cli(data_dir, "account", "import", str(first))  # the station made before the measure
+    tracemalloc.start()
+    try:
+        done = cli(data_dir, "account", "import", str(path), check=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, f"{peak:,} bytes at the peak"
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"error: {path}:3: a row longer than 65,536 bytes; nothing was imported"
+    )
+    listed = cli_json(data_dir, "account", "list")
+    assert isinstance(listed, list) and [a["account_number"] for a in listed] == ["810009"]
+
+
+# 7. API keys: their last use recorded, a write a minute ---------------------------------------
+
+
+def test_apikey_list_shows_each_keys_last_use_written_once_a_minute(tmp_path: Path) -> None:
+    """Before: ``last_used`` was never written, so a stale key could not be told from one in
+    use. Now a key's first request writes it, and the next ones within the minute do not."""
+    data_dir = tmp_path / "data"
+    key = str(cli_json(data_dir, "apikey", "create", "--name", "crm", "--scope", "accounts:read")
+              ["key"])  # type: ignore[index]  # fmt: skip
+    cli(data_dir, "apikey", "create", "--name", "idle", "--scope", "accounts:read")
+
+    def last_used() -> dict[str, object]:
+        listed = cli_json(data_dir, "apikey", "list")
+        assert isinstance(listed, list)
+        return {k["name"]: k["last_used_us"] for k in listed}
+
+    assert last_used() == {"crm": None, "idle": None}
+    server = Server(data_dir).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            auth = {"Authorization": f"Bearer {key}"}
+            assert client.get("/api/v1/accounts", headers=auth).status_code == 200
+            first = last_used()["crm"]
+            assert isinstance(first, int) and first > 0
+            for _ in range(20):
+                assert client.get("/api/v1/accounts", headers=auth).status_code == 200
+            assert last_used() == {"crm": first, "idle": None}
+    finally:
+        assert server.stop() == 0, server.log()
+    shown = cli(data_dir, "apikey", "list").stdout
+    assert "LAST USED" in shown and "never" in shown

@@ -217,6 +217,19 @@ class Server:
             queue += [int(child) for child in children]
         return found
 
+    def rss_kib(self) -> int:
+        """The resident memory of the node: its processes' together (workers included)."""
+        total = 0
+        for pid in self.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            found = re.search(r"^VmRSS:\s+(\d+) kB$", status, re.M)
+            total += int(found.group(1)) if found else 0
+        assert total, "no process of the node found"
+        return total
+
     def worker_pids(self) -> dict[int, list[int]]:
         """The worker processes the server started, by worker number, oldest first (its log)."""
         started: dict[int, list[int]] = {}

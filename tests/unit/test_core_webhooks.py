@@ -4,6 +4,7 @@ retry schedule of decisions section 10, URLs and subscriptions."""
 from __future__ import annotations
 
 import base64
+import ipaddress
 import itertools
 import time
 
@@ -96,6 +97,41 @@ def test_http_and_https_urls_are_taken(url: str) -> None:
 )  # fmt: skip
 def test_other_urls_are_refused(url: str) -> None:
     assert webhooks.url_problem(url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://u:p@example.com/", "http://u@example.com/", "http://:p@x/"]
+)
+def test_a_user_or_password_is_refused(url: str) -> None:
+    assert webhooks.url_problem(url) == (
+        "the URL must not carry a user or password (user:password@...): it would be shown"
+    )
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [("127.0.0.2", "loopback"), ("::1", "loopback"), ("::ffff:10.1.2.3", "private"),
+     ("169.254.169.254", "link-local"), ("fe80::1", "link-local"), ("192.168.0.1", "private"),
+     ("100.64.0.1", "private"), ("fd12::1", "private"), ("192.0.2.1", "private"),
+     ("0.0.0.0", "unspecified"), ("::", "unspecified"), ("239.1.1.1", "multicast"),  # noqa: S104
+     ("ff0e::1", "multicast"), ("1.1.1.1", None), ("2606:4700::1111", None)],
+)  # fmt: skip
+def test_only_public_addresses_are_targets_by_default(address: str, kind: str | None) -> None:
+    problem = webhooks.address_problem(ipaddress.ip_address(address))
+    if kind is None:
+        assert problem is None
+    else:
+        assert problem is not None and problem.startswith(f"the URL's host is a {kind} address")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [("https://u:p@h.example:8443/a?b=c", "https://***@h.example:8443/a?b=c"),
+     ("http://u@[::1]/x", "http://***@[::1]/x"), ("https://h.example/a", "https://h.example/a"),
+     ("http://[bad/", "http://[bad/")],
+)  # fmt: skip
+def test_a_listed_url_never_shows_a_user_or_password(url: str, shown: str) -> None:
+    assert webhooks.shown_url(url) == shown
 
 
 def test_subscriptions() -> None:

@@ -4,6 +4,7 @@ syntax."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,83 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"account,user,name\nA1,1,\xff\xfe\n")
     with pytest.raises(ProvisioningError, match="not UTF-8"):
         import_csv(None, "user", path)  # type: ignore[arg-type]
+
+
+def user_rows(count: int) -> str:
+    """``count`` good rows of the user format, of varied lengths, for lines 2 to count + 1."""
+    return "".join(f"A1,{n % 1000:03},{'N' * (n % 37 + 1)}\n" for n in range(count))
+
+
+def counting_store(stored: list[int]) -> CsvFormat:
+    def store(_engine: Any, lines: csv_import.Lines) -> csv_import.Stored:
+        stored.extend(line for line, _ in lines)
+        return len(lines), 0, []
+
+    return CsvFormat("user", "users", FORMATS["user"].columns, FORMATS["user"].item, store)
+
+
+def test_a_bad_byte_is_reported_at_its_line_with_what_was_imported_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the text was decoded in blocks ahead of the reader, so a bad byte on line 1,502
+    was reported "after line 1222", and nothing said that lines 2-1,001 were stored."""
+    stored: list[int] = []
+    monkeypatch.setitem(FORMATS, "user", counting_store(stored))
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"account,user,name\n" + user_rows(1500).encode() + b"A1,1,\xff\nA1,2,B\n")
+    with pytest.raises(ProvisioningError) as refused:
+        import_csv(create_engine("sqlite://"), "user", path)
+    assert str(refused.value) == (
+        f"{path}:1502: not UTF-8 text; lines 2-1,001 were imported (added 1000, updated 0, "
+        "rows refused 0), nothing after line 1,001"
+    )
+    assert stored == list(range(2, 1002))
+
+
+def test_a_bad_first_line_imports_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"\xef\xbb\xbfaccount,user,\xc3name\nA1,1,B\n")
+    with pytest.raises(ProvisioningError, match=r"users.csv:1: not UTF-8 text; nothing was imp"):
+        import_csv(create_engine("sqlite://"), "user", path)
+
+
+def test_a_20_mb_line_is_refused_at_its_line_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the line was read whole (a 20 MB string, and its row) before csv refused it."""
+    stored: list[int] = []
+    monkeypatch.setitem(FORMATS, "user", counting_store(stored))
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"account,user,name\nA1,1,A\nA1,2," + b"x" * 20_000_000 + b"\nA1,3,C\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProvisioningError) as refused:
+            import_csv(create_engine("sqlite://"), "user", path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(refused.value) == f"{path}:3: a row longer than 65,536 bytes; nothing was imported"
+    assert peak < 2_000_000, f"{peak:,} bytes at the peak"
+
+
+def test_a_quoted_field_may_span_lines_but_a_row_is_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "users.csv"
+    lines = "x\n" * 40_000  # one quoted field of 40,000 lines: 80,000 bytes
+    path.write_text(f'account,user,name\nA1,1,"{lines}"\n')
+    with pytest.raises(ProvisioningError, match=r"users.csv:32767: a row longer than 65,536"):
+        import_csv(create_engine("sqlite://"), "user", path)
+
+
+def test_lines_ended_by_a_carriage_return_alone_are_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored: list[int] = []
+    monkeypatch.setitem(FORMATS, "user", counting_store(stored))
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"account,user,name\rA1,1,A\r\nA1,2,B\rA1,x,C\rA1,3,D")
+    result = import_csv(create_engine("sqlite://"), "user", path)
+    assert stored == [2, 3, 5]
+    assert result["refused"] == [{"line": 4, "error": "user must be a number from 000 to 999"}]
 
 
 def test_phones_are_number_or_kind_colon_number() -> None:

@@ -15,6 +15,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, tzinfo
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -24,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from alarmhub.api.problems import AUTH, ETAG, INPUT, SCOPE, STORE, ApiProblem, problem_response
+from alarmhub.clock import now_us
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.errors import ActionRefused, ProvisioningError, StoreUnavailable
 from alarmhub.store import api_keys
@@ -104,6 +106,7 @@ class Api:
         self._write = write
         self.max_body_bytes = max_body_bytes
         self.zone = zone  # the station's: its local days (schedules, history's dates)
+        self.uses = api_keys.Uses()  # keys' last use, written at most once a minute each
 
     async def read(self, work: Callable[[Connection], T]) -> T:
         return await read_in_thread(self.engine, work)
@@ -177,6 +180,8 @@ class Api:
         key = await self.read(lambda conn: api_keys.authenticate(conn, presented.strip()))
         if key is None:
             raise ApiProblem(AUTH, "the API key is unknown or revoked")
+        if self.uses.due(key.name, now := now_us()):
+            await self.write(partial(api_keys.record_use, name=key.name, now_us=now))
         return key
 
 

@@ -20,7 +20,7 @@ from alarmhub.clock import now_us
 from alarmhub.core.api_keys import SCOPES
 
 COLUMNS = [("name", "NAME"), ("scopes", "SCOPES"), ("accounts", "ACCOUNTS"),
-           ("created", "CREATED"), ("revoked", "REVOKED")]  # fmt: skip
+           ("created", "CREATED"), ("last_used", "LAST USED"), ("revoked", "REVOKED")]  # fmt: skip
 
 
 @click.group("apikey")
@@ -60,13 +60,15 @@ def apikey_create(
 @data_dir_option
 @json_option
 def apikey_list(data_dir: Path | None, as_json: bool) -> None:
-    """List the API keys (never the keys themselves), newest first."""
+    """List the API keys (never the keys themselves), newest first, with each one's last use
+    (to the minute: a key in use is written at most once a minute)."""
     from alarmhub.store import api_keys
 
     with open_store(data_dir).connect() as conn:
         keys = api_keys.listed(conn)
     shown = [
         {**k, "scopes": " ".join(k["scopes"]), "created": when(k["created_us"]),
+         "last_used": when(k["last_used_us"]) or "never",
          "revoked": when(k["revoked_us"]) or ""}
         for k in keys
     ]  # fmt: skip

@@ -3,6 +3,11 @@ rows at a time (memory stays flat however long the file is), each bad row report
 (the header is line 1) and skipped, the good rows kept. Importing the same file again adds
 nothing and changes nothing.
 
+A file that stops being readable (a byte that is not UTF-8, a row over ``MAX_ROW_BYTES``, a
+quote left open) stops the import at its line: the chunks stored before it stay, and the error
+says which lines they were. The file is read as bytes a line at a time, each line decoded on
+its own, so the line named is the one that holds the bad byte and no more than one row is held.
+
 One reader serves every kind: a :class:`CsvFormat` names its columns, turns a row into the item
 the store takes (or says why it cannot), and stores a chunk. :func:`import_csv` imports a file
 for code; :func:`import_command` makes each kind's ``import`` command, whose ``--help`` names
@@ -12,11 +17,12 @@ the columns.
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -32,6 +38,11 @@ T = TypeVar("T")
 
 IMPORT_CHUNK = 1000
 """Rows handed to the store at a time, each chunk in one transaction."""
+
+MAX_ROW_BYTES = 65_536
+"""The longest row of an import file (its lines together, when a quoted field spans lines):
+a longer one stops the import at its line, read no further than this."""
+READ_BLOCK = 1 << 16
 
 Lines = list[tuple[int, Any]]
 Stored = tuple[int, int, list[dict[str, Any]]]
@@ -287,18 +298,61 @@ def _header(fmt: CsvFormat, path: Path, header: Sequence[str] | None) -> list[st
     return found
 
 
+class Unreadable(Exception):
+    """The file cannot be read on from ``line``: ``reason``."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(line, reason)
+        self.line = line
+        self.reason = reason
+
+
+_LINE_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+class _TextLines:
+    """The lines of a binary file as text for ``csv.reader``, each decoded on its own (the
+    first without its byte-order mark); :class:`Unreadable` at a line that is not UTF-8 or
+    that makes its row longer than ``MAX_ROW_BYTES`` (read no further than that)."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self.lines = 0  # handed out so far (a line ends at \n, \r\n or \r, as csv counts)
+        self._row_bytes = 0
+
+    def row_done(self) -> None:
+        """The reader returned a row: the next line begins another."""
+        self._row_bytes = 0
+
+    def __iter__(self) -> Iterator[str]:
+        while raw := self._fh.readline(MAX_ROW_BYTES - self._row_bytes + 1):
+            self._row_bytes += len(raw)
+            if self._row_bytes > MAX_ROW_BYTES:
+                raise Unreadable(self.lines + 1, f"a row longer than {MAX_ROW_BYTES:,} bytes")
+            try:
+                text = raw.decode("utf-8-sig" if self.lines == 0 else "utf-8")
+            except UnicodeDecodeError:
+                raise Unreadable(self.lines + 1, "not UTF-8 text") from None
+            for line in _LINE_ENDS.findall(text) if "\r" in text else (text,):
+                self.lines += 1
+                yield line
+
+
 def _chunks(
     fmt: CsvFormat, path: Path, refused: list[dict[str, Any]]
 ) -> Iterator[tuple[int, Lines]]:
     """The file's good rows as (line, item), a chunk at a time with the lines read so far;
-    bad rows go to ``refused``."""
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
+    bad rows go to ``refused``. :class:`Unreadable` where the file cannot be read on."""
+    with path.open("rb") as fh:
+        source = _TextLines(fh)
+        reader = csv.reader(source)
         try:
             columns = _header(fmt, path, next(reader, None))
+            source.row_done()
             width = len(columns)
             chunk: Lines = []
             for row in reader:
+                source.row_done()
                 line = reader.line_num
                 if len(row) > width:
                     refused.append({"line": line, "error": "more fields than the header names"})
@@ -317,12 +371,8 @@ def _chunks(
                     yield line - 1, chunk
                     chunk = []
             yield reader.line_num - 1, chunk
-        except UnicodeDecodeError:
-            raise ProvisioningError(
-                f"{path}: not UTF-8 text after line {reader.line_num}"
-            ) from None
         except csv.Error as exc:
-            raise ProvisioningError(f"{path}:{reader.line_num}: {exc}") from None
+            raise Unreadable(reader.line_num, str(exc)) from None
 
 
 def import_csv(
@@ -349,19 +399,31 @@ def import_with(
     from alarmhub.store.response_import import refresh_statistics
 
     kind = fmt.kind
-    added = updated = 0
+    added = updated = stored_through = 0
     refused: list[dict[str, Any]] = []
     next_refresh = 1
-    for chunk, (lines_read, lines) in enumerate(_chunks(fmt, path, refused), start=1):
-        if lines:
-            more_added, more_updated, more_refused = fmt.store(engine, lines)
-            added, updated = added + more_added, updated + more_updated
-            refused.extend(more_refused)
-        if chunk == next_refresh:  # after chunks 1, 2, 4, 8...: the tables' size, within 2x
-            refresh_statistics(engine, kind)
-            next_refresh *= 2
-        if on_progress is not None:
-            on_progress(lines_read)
+    chunks = enumerate(_chunks(fmt, path, refused), start=1)
+    try:
+        for chunk, (lines_read, lines) in chunks:
+            if lines:
+                more_added, more_updated, more_refused = fmt.store(engine, lines)
+                added, updated = added + more_added, updated + more_updated
+                refused.extend(more_refused)
+            stored_through = lines_read + 1  # the file's lines, the header being line 1
+            if chunk == next_refresh:  # after chunks 1, 2, 4, 8...: the tables' size, within 2x
+                refresh_statistics(engine, kind)
+                next_refresh *= 2
+            if on_progress is not None:
+                on_progress(lines_read)
+    except Unreadable as stop:
+        kept = (
+            f"lines 2-{stored_through:,} were imported (added {added}, updated {updated}, "
+            f"rows refused {len([r for r in refused if r['line'] <= stored_through])}), "
+            f"nothing after line {stored_through:,}"
+            if stored_through > 1
+            else "nothing was imported"
+        )
+        raise ProvisioningError(f"{path}:{stop.line}: {stop.reason}; {kept}") from None
     refused.sort(key=lambda r: int(r["line"]))
     return {"added": added, "updated": updated, "refused": refused}
 
@@ -410,8 +472,10 @@ def _import_shown(engine: Engine, kind: str, file: Path, quiet: bool) -> dict[st
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with file.open("rb") as fh:
-        total = max(sum(1 for _ in fh) - 1, 0)
+    with file.open("rb") as fh:  # counted a block at a time: a long line is never held
+        total = max(
+            sum(block.count(b"\n") for block in iter(lambda: fh.read(READ_BLOCK), b"")) - 1, 0
+        )
     with Progress(
         TextColumn(f"importing {FORMATS[kind].noun}"),
         BarColumn(),

@@ -4,7 +4,10 @@ webhook worker uses."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -13,6 +16,7 @@ from alarmhub.cli.output import (
     data_dir_option,
     emit,
     json_option,
+    load_settings,
     open_store,
     provisioning_errors,
     station_key,
@@ -20,6 +24,8 @@ from alarmhub.cli.output import (
     when,
 )
 from alarmhub.clock import now_us
+from alarmhub.core import webhooks as rules
+from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.events import KINDS
 
 COLUMNS = [("webhook_id", "ID"), ("url", "URL"), ("events", "EVENTS"), ("accounts", "ACCOUNTS"),
@@ -51,11 +57,15 @@ def webhook_group() -> None:
 def webhook_add(
     url: str, kinds: tuple[str, ...], accounts: str, data_dir: Path | None, as_json: bool
 ) -> None:
-    """Add a webhook and print its signing secret, once. It hears of events from now on."""
+    """Add a webhook and print its signing secret, once. It hears of events from now on.
+    The URL's host must be public (every address it resolves to), unless the setting
+    webhook_allow_private (ALARMHUB_WEBHOOK_ALLOW_PRIVATE=1) allows private ones."""
     from alarmhub.store import operations
     from alarmhub.store import webhooks as store
 
     engine = open_store(data_dir)
+    if not load_settings(data_dir).webhook_allow_private:
+        _check_target(url)
     key = station_key(data_dir)
     webhook_id, secret = operations.run(
         engine, lambda c: store.add(c, key, url, kinds, accounts, now_us())
@@ -69,15 +79,31 @@ def webhook_add(
     )
 
 
+def _check_target(url: str) -> None:
+    """ProvisioningError unless every address ``url``'s host resolves to is public."""
+    problem = rules.url_problem(url)
+    if problem:
+        raise ProvisioningError(problem)
+    host = urlsplit(url).hostname or ""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise ProvisioningError(f"the URL's host {host!r} does not resolve") from None
+    for *_, sockaddr in found:
+        problem = rules.address_problem(ipaddress.ip_address(str(sockaddr[0]).partition("%")[0]))
+        if problem:
+            raise ProvisioningError(problem)
+
+
 @webhook_group.command("list")
 @data_dir_option
 @json_option
 def webhook_list(data_dir: Path | None, as_json: bool) -> None:
-    """List the webhooks (never their secrets)."""
+    """List the webhooks (never their secrets, nor a user or password of a URL)."""
     from alarmhub.store import webhooks as store
 
     with open_store(data_dir).connect() as conn:
-        hooks = store.listed(conn)
+        hooks = [{**h, "url": rules.shown_url(h["url"])} for h in store.listed(conn)]
     shown = [{**h, "events": " ".join(h["events"]), "created": when(h["created_us"])}
              for h in hooks]  # fmt: skip
     emit(as_json, hooks, lambda: table(shown, COLUMNS, "no webhook"))

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from alarmhub.console import inputs
+from alarmhub.console import inputs, plumbing
 from alarmhub.core import response as rules
 from alarmhub.core.account import account_number_problem
 from alarmhub.core.errors import ActionRefused, BadInput, ProvisioningError
@@ -82,10 +82,7 @@ class AccountData:
     ) -> tuple[str, dict[str, Any]]:
         """An admin's change: the account of the path and the body's fields."""
         number = _admitted(request, session)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
-            raise BadInput(f"the body is larger than {inputs.MAX_BODY_BYTES} bytes")
-        return number, inputs.json_object(await request.body(), allowed)
+        return number, await plumbing.json_body(request, allowed)
 
     async def _store(self, work: Callable[[], T]) -> T:
         try:

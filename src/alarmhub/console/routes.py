@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from alarmhub import settings
 from alarmhub.clock import now_us
-from alarmhub.console import calls, inputs, pages, plan_actions, security, siblings, views
+from alarmhub.console import calls, inputs, pages, plan_actions, plumbing, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.console.on_test import OnTestPanel
@@ -223,11 +223,10 @@ class Console:
         any password is checked, then the check in this address's turn (``FairChecks``).
         An unknown code, a wrong password and a disabled operator get one and the same 401."""
         address = request.client.host if request.client else "unknown"
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
-            return self._login_page(request, "The sign-in form is too large.", status=422)
         try:
-            form = await request.form(max_files=0, max_fields=8)
+            form = await plumbing.limited_form(request)
+        except BadInput:
+            return self._login_page(request, "The sign-in form is too large.", status=422)
         except Exception:
             return self._login_page(request, "The sign-in form could not be read.", status=422)
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
@@ -342,43 +341,43 @@ class Console:
         return {"signals_per_minute": counts, "minutes": len(counts), "server_us": now_us()}
 
     async def take_next(self, request: Request, session: Session) -> dict[str, Any]:
-        await _body(request, {})
+        await plumbing.json_body(request, {})
         row = await self.write(lambda c: handling.take_next(c, session.code, now_us()))
         return {"alarm": views.alarm(row, now_us()) if row else None}
 
     async def take(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        await _body(request, {})
+        await plumbing.json_body(request, {})
         row = await self.write(lambda c: handling.take(c, session.code, alarm_id, now_us()))
         return {"alarm": views.alarm(row, now_us())}
 
     async def take_over(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        await _body(request, {})
+        await plumbing.json_body(request, {})
         row = await self.write(lambda c: handling.take_over(c, session.code, alarm_id, now_us()))
         return {"alarm": views.alarm(row, now_us())}
 
     async def call(self, request: Request, session: Session) -> dict[str, Any]:
-        return await calls.log_call(self, _body, request, session)
+        return await calls.log_call(self, plumbing.json_body, request, session)
 
     async def passcode(self, request: Request, session: Session) -> dict[str, Any]:
-        return await calls.check_passcode(self, _body, request, session)
+        return await calls.check_passcode(self, plumbing.json_body, request, session)
 
     async def dispatch(self, request: Request, session: Session) -> dict[str, Any]:
-        return await plan_actions.dispatch_agency(self, _body, request, session)
+        return await plan_actions.dispatch_agency(self, plumbing.json_body, request, session)
 
     async def step(self, request: Request, session: Session) -> dict[str, Any]:
-        return await plan_actions.acknowledge_step(self, _body, request, session)
+        return await plan_actions.acknowledge_step(self, plumbing.json_body, request, session)
 
     async def note(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        text = inputs.required(await _body(request, {"text": str}), "text")
+        text = inputs.required(await plumbing.json_body(request, {"text": str}), "text")
         await self.write(lambda c: handling.add_note(c, session.code, alarm_id, text, now_us()))
         return {}
 
     async def hold(self, request: Request, session: Session) -> dict[str, Any]:
         alarm_id = inputs.alarm_id(request.path_params["alarm_id"])
-        fields = await _body(request, {"minutes": int, "reason": str})
+        fields = await plumbing.json_body(request, {"minutes": int, "reason": str})
         minutes = inputs.required(fields, "minutes")
         reason = inputs.required(fields, "reason")
         until = await self.write(
@@ -387,14 +386,16 @@ class Console:
         return {"hold_until_us": until}
 
     async def resolve(self, request: Request, session: Session) -> dict[str, Any]:
-        return await siblings.resolve(self, _body, request, session)
+        return await siblings.resolve(self, plumbing.json_body, request, session)
 
     async def move(self, request: Request, session: Session) -> dict[str, Any]:
-        return await siblings.move(self, _body, request, session)
+        return await siblings.move(self, plumbing.json_body, request, session)
 
     async def receiving(self, request: Request, session: Session) -> dict[str, Any]:
         """Receiving on or off; signs the operator on again when they were signed off."""
-        wanted = inputs.required(await _body(request, {"receiving": bool}), "receiving")
+        wanted = inputs.required(
+            await plumbing.json_body(request, {"receiving": bool}), "receiving"
+        )
 
         def change(conn: Connection) -> Operator:
             if session.operator.signed_on:
@@ -441,9 +442,9 @@ class Console:
             *[Route(API + p, self.api(h, writes=False), methods=["GET"]) for p, h in reads],
             *[Route(API + p, self.api(h, writes=True), methods=["POST"]) for p, h in writes],
             *AccountData(self.engine, self.api).routes(API),
-            *Supervising(self, _body, self.zone).routes(self.api, API),
-            *OnTestPanel(self, _body).routes(self.api, API),
-            *Schedules(self, _body, self.station_zone).routes(self.api, API),
+            *Supervising(self, plumbing.json_body, self.zone).routes(self.api, API),
+            *OnTestPanel(self, plumbing.json_body).routes(self.api, API),
+            *Schedules(self, plumbing.json_body, self.station_zone).routes(self.api, API),
             Mount(
                 "/console/static",
                 app=StaticHeaders(StaticFiles(directory=str(static))),
@@ -472,13 +473,6 @@ def _refused(form_token: str, message: str, status: int, retry: float = 0.0) -> 
 
 async def _to_console(_: Request) -> Response:
     return security.secure_headers(RedirectResponse(security.CONSOLE_PATH, 303))
-
-
-async def _body(request: Request, allowed: Mapping[str, type]) -> dict[str, Any]:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > inputs.MAX_BODY_BYTES:
-        raise BadInput(f"the body is larger than {inputs.MAX_BODY_BYTES} bytes")
-    return inputs.json_object(await request.body(), allowed)
 
 
 def _loggable(code: str) -> str:

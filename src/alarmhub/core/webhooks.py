@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Callable, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from alarmhub.core.api_keys import ACCOUNTS_PATTERN
 from alarmhub.core.events import KINDS
@@ -90,7 +91,49 @@ def url_problem(url: str) -> str | None:
         return "the URL must be http:// or https:// with a host"
     if parts.fragment:
         return "the URL must not have a fragment (#...)"
+    if parts.username is not None or parts.password is not None:
+        return "the URL must not carry a user or password (user:password@...): it would be shown"
     return None
+
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+PRIVATE_SETTING = "webhook_allow_private"
+"""The setting that lets a webhook's URL reach a private address (a receiver on the station's
+own network, tests)."""
+
+
+def address_problem(address: Address) -> str | None:
+    """Why a webhook must not be sent to ``address`` unless private targets are allowed, or
+    None: loopback, link-local, private (RFC 1918, shared, ULA), unspecified, multicast or
+    any other address that is not public (an IPv4-mapped IPv6 address as its IPv4 one)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    kinds = (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("private", not address.is_global),
+    )
+    kind = next((name for name, found in kinds if found), None)
+    if kind is None:
+        return None
+    setting = f"ALARMHUB_{PRIVATE_SETTING.upper()}=1"
+    return f"the URL's host is a {kind} address ({address}): set {setting} to allow it"
+
+
+def shown_url(url: str) -> str:
+    """A webhook's URL as listed: a user or password (of a webhook added before they were
+    refused) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        if parts.username is None and parts.password is None:
+            return url
+    except ValueError:
+        return url
+    return SplitResult(
+        parts.scheme, "***@" + parts.netloc.rpartition("@")[2], parts.path, parts.query, ""
+    ).geturl()
 
 
 def subscription_problem(kinds: Iterable[str], accounts: str) -> str | None:

@@ -1,11 +1,12 @@
-"""Keys of the integrator API in the store: made (the key returned once), listed, revoked, and
-found again from the key a request presents."""
+"""Keys of the integrator API in the store: made (the key returned once), listed, revoked,
+found again from the key a request presents, and their last use recorded (at most once a
+minute a key: :class:`Uses`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from alarmhub.core.api_keys import KEY_PATTERN, ApiKey, key_hash, key_problem, new_key
@@ -13,6 +14,9 @@ from alarmhub.core.errors import ProvisioningError
 from alarmhub.store import schema
 
 KEY = schema.api_key.c
+USE_RECORDED_EVERY_US = 60_000_000
+"""A key's ``last_used`` is at most this old while the key is in use (a write a minute, not
+one a request)."""
 
 
 def create(conn: Connection, name: str, scopes: tuple[str, ...], accounts: str, now_us: int) -> str:
@@ -69,3 +73,31 @@ def authenticate(conn: Connection, key: str) -> ApiKey | None:
     if row is None:
         return None
     return ApiKey(row.name, frozenset(row.scopes.split()), row.accounts)
+
+
+def record_use(conn: Connection, name: str, now_us: int) -> None:
+    """The key ``name`` was used at ``now_us``: written unless another process wrote a use
+    of it within the minute."""
+    conn.execute(
+        update(schema.api_key)
+        .where(
+            KEY.name == name,
+            or_(KEY.last_used_us.is_(None), KEY.last_used_us <= now_us - USE_RECORDED_EVERY_US),
+        )
+        .values(last_used_us=now_us)
+    )
+
+
+class Uses:
+    """A process's memory of when it last recorded each key's use: :meth:`due` says whether
+    this use is to be written (the first, then one a minute)."""
+
+    def __init__(self) -> None:
+        self._written: dict[str, int] = {}
+
+    def due(self, name: str, now_us: int) -> bool:
+        last = self._written.get(name)
+        if last is not None and now_us - last < USE_RECORDED_EVERY_US:
+            return False
+        self._written[name] = now_us
+        return True
