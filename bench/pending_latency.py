@@ -276,10 +276,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def alarmhub(data_dir: Path, *args: str) -> str:
+# the setting that lets `webhook add` take a receiver on this machine (a private target)
+ALLOW_PRIVATE = {"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
+
+
+def alarmhub(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> str:
     out = subprocess.run(
         [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
         check=True, capture_output=True, text=True, timeout=300,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     return out.stdout
 

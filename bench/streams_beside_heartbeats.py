@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from pending_latency import (
+    ALLOW_PRIVATE,
     DRIVER,
     Share,
     alarmhub,
@@ -182,7 +183,7 @@ def make_station(data_dir: Path, accounts: int, backlog: int, webhook_port: int 
                               "--scope", "events:read", "--json"))["key"]  # fmt: skip
     if webhook_port is not None:
         alarmhub(data_dir, "webhook", "add", f"http://127.0.0.1:{webhook_port}/hook",
-                 "--event", "alarm.raised")  # fmt: skip
+                 "--event", "alarm.raised", env=ALLOW_PRIVATE)  # fmt: skip
     port = free_port()
     node = start_node(data_dir, port, 1_000_000, data_dir / "setup.log")
     try:

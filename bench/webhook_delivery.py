@@ -31,19 +31,18 @@ import asyncio
 import json
 import math
 import multiprocessing as mp
-import os
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from pending_latency import (
+    ALLOW_PRIVATE,
     Share,
+    alarmhub,
     cpu_seconds,
     free_port,
     load_process,
@@ -172,7 +171,9 @@ def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:
         node = start_node(data_dir, free_port(), 1_000_000, data_dir / "node.log")
         nowhere = f"http://127.0.0.1:{free_port()}/hook"  # refused: every attempt fails
         for _ in range(backlogs):
-            alarmhub(data_dir, "webhook", "add", nowhere, "--event", "alarm.raised")
+            alarmhub(
+                data_dir, "webhook", "add", nowhere, "--event", "alarm.raised", env=ALLOW_PRIVATE
+            )
         publish_backlog(data_dir / "alarmhub.db", "700001", backlog)
         time.sleep(15.0)  # the process started, the first two attempts made (2 s, 8 s later)
         pid = webhook_process_pid(node.pid)
@@ -214,14 +215,6 @@ def answer_ms(results: list[tuple[int, int, float, float]]) -> dict[str, float]:
 def event_count(db: Path) -> int:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         return int(conn.execute("SELECT count(*) FROM event").fetchone()[0])
-
-
-def alarmhub(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "alarmhub", *args, "--data-dir", str(data_dir)],
-        check=True, capture_output=True, text=True, timeout=120,
-        env={**os.environ, **(env or {})},
-    ).stdout  # fmt: skip
 
 
 def main() -> None:
@@ -269,7 +262,7 @@ def main() -> None:
             mode = "signals" if event_count(db) else "side"
         receiver = f"http://127.0.0.1:{receiver_port}/hook"  # on this machine: a private target
         alarmhub(data_dir, "webhook", "add", receiver, *options,
-                 env={"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"})  # fmt: skip
+                 env=ALLOW_PRIVATE)  # fmt: skip
         print(f"data dir {data_dir}; node on {port}; events from: {mode}", flush=True)
         if mode == "side":
             side_args = (f"sqlite:///{db}", args.rate, args.accounts, side_stop)

@@ -20,10 +20,9 @@ from alarmhub.store import engine as store_engine
 from alarmhub.store import schema as s
 from tests.support.database import database_url
 from tests.support.processes import as_list, cli, cli_json
+from tests.support.webhook_receiver import ALLOW_PRIVATE
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
-
-ALLOW_PRIVATE = {"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
 
 
 def add(data_dir: Path, url: str, env: dict[str, str] | None = None) -> tuple[int, str]:

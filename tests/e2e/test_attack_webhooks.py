@@ -26,8 +26,8 @@ from alarmhub.store import schema as s
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.engine import open_engine
 from tests.support.database import database_url
-from tests.support.processes import Server, as_dict, cli_json, wait_for
-from tests.support.webhook_receiver import Receiver, account_of
+from tests.support.processes import Server, as_dict, cli, wait_for
+from tests.support.webhook_receiver import ALLOW_PRIVATE, Receiver, account_of
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -71,8 +71,8 @@ def test_one_accounts_failing_backlog_holds_back_no_other_account(
     receiver = Receiver(failing_accounts=frozenset({FAILING})).start()
     node = Server(tmp_path).start()
     try:
-        added = as_dict(cli_json(tmp_path, "webhook", "add", receiver.url,
-                                 "--event", events.TEST_STARTED))  # fmt: skip
+        adding = ["webhook", "add", receiver.url, "--event", events.TEST_STARTED, "--json"]
+        added = as_dict(json.loads(cli(tmp_path, *adding, env=ALLOW_PRIVATE).stdout))
         backlog = publish(engine, FAILING, BACKLOG)
         others = [publish(engine, account)[0] for account in OTHERS]
         wanted = {events.event_id_text(e) for e in others}

@@ -34,7 +34,7 @@ from alarmhub.store.engine import open_engine
 from tests.support.crashing import alive, wait_gone
 from tests.support.database import database_url
 from tests.support.processes import Server, as_dict, as_list, cli, cli_json, provision, wait_for
-from tests.support.webhook_receiver import Attempt, Receiver, closed_port
+from tests.support.webhook_receiver import ALLOW_PRIVATE, Attempt, Receiver, closed_port
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 DELIVERY_DEADLINE_S = 60
@@ -62,7 +62,6 @@ def node(tmp_path: Path, engine: Engine) -> Iterator[Server]:
     server.kill()
 
 
-ALLOW_PRIVATE = {"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
 """The receivers of these tests are on this machine (127.0.0.1): a private target, allowed."""
 
 

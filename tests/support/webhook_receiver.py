@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HANG_SECONDS = 120.0
+ALLOW_PRIVATE = {"ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
+"""The setting under which ``webhook add`` takes a receiver on this machine (a private target)."""
 
 
 @dataclass(frozen=True)
