@@ -31,6 +31,7 @@ from alarmhub.app import _http_error
 from alarmhub.clock import now_us
 from alarmhub.core.account import Account
 from alarmhub.core.api_keys import SCOPES
+from alarmhub.listener_limits import StreamBudget
 from alarmhub.store import api_keys, provisioning
 from alarmhub.store import response as response_store
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
@@ -138,7 +139,7 @@ def test_api_bodies_answer_only_documented_problems(monkeypatch: pytest.MonkeyPa
                 api_keys.create(conn, "dealer", SCOPES, "7000", now_us()),
             ]
         app = Starlette(
-            routes=routes(engine, Writer(engine), MAX_BODY),  # type: ignore[arg-type]
+            routes=routes(engine, Writer(engine), MAX_BODY, StreamBudget(settings)),  # type: ignore[arg-type]
             exception_handlers={HTTPException: _http_error},  # the node's: 404 as a problem
         )
 
