@@ -36,7 +36,6 @@ import json
 import math
 import multiprocessing as mp
 import os
-import re
 import shutil
 import signal
 import socket
@@ -123,13 +122,36 @@ def _request(share: Share, index: int) -> bytes:
     ).encode() + body
 
 
-async def _response_status(reader: asyncio.StreamReader) -> int:
+def header(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case) in an HTTP/1.1 message's ``head``."""
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.lower() == name:
+            return value.strip()
+    return None
+
+
+async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One HTTP/1.1 message from ``reader``: its head and its body (by Content-Length)."""
     head = await reader.readuntil(b"\r\n\r\n")
-    status = int(head[9:12])
-    match = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
-    if match:
-        await reader.readexactly(int(match.group(1)))
-    return status
+    return head, await reader.readexactly(int(header(head, b"content-length") or 0))
+
+
+def serve_until(handle: Any, port: int, stop: Any) -> None:
+    """Serve connections on 127.0.0.1:``port`` with ``handle`` until ``stop`` is set."""
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        async with server:
+            while not stop.is_set():
+                await asyncio.sleep(0.1)
+
+    asyncio.run(main())
+
+
+async def _response_status(reader: asyncio.StreamReader) -> int:
+    head, _ = await read_message(reader)
+    return int(head[9:12])
 
 
 async def _run_share(share: Share) -> dict[str, Any]:

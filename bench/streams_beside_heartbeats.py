@@ -49,6 +49,8 @@ from pending_latency import (
     node_cpu_seconds,
     percentile,
     provision,
+    read_message,
+    serve_until,
     start_node,
     stop_node,
 )
@@ -69,13 +71,7 @@ def receiver_process(port: int, stop: Any) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.lower() == b"content-length":
-                        length = int(value)
-                body = await reader.readexactly(length)
+                _, body = await read_message(reader)
                 status = b"500 Internal Server Error" if failing in body else b"204 No Content"
                 writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 0\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -83,13 +79,7 @@ def receiver_process(port: int, stop: Any) -> None:
         finally:
             writer.close()
 
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-        async with server:
-            while not stop.is_set():
-                await asyncio.sleep(0.1)
-
-    asyncio.run(main())
+    serve_until(handle, port, stop)
 
 
 # the event streams ---------------------------------------------------------------------------
@@ -152,13 +142,7 @@ async def heartbeats(port: int, token: str, rate: float, seconds: float, connect
             due = t0 + i / rate
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
+            head, _ = await read_message(reader)
             if head.startswith(b"HTTP/1.1 200"):
                 latencies.append(time.monotonic() - due)
             else:

@@ -45,10 +45,13 @@ from pending_latency import (
     alarmhub,
     cpu_seconds,
     free_port,
+    header,
     load_process,
     node_cpu_seconds,
     percentile,
     provision,
+    read_message,
+    serve_until,
     start_node,
     stop_node,
 )
@@ -68,16 +71,9 @@ def receiver_process(port: int, hang: Any, stop: Any, out: Any) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
+                head, _ = await read_message(reader)
                 at = time.time()
-                length, webhook_id = 0, ""
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.lower() == b"content-length":
-                        length = int(value)
-                    elif name.lower() == b"webhook-id":
-                        webhook_id = value.strip().decode()
-                await reader.readexactly(length)
+                webhook_id = (header(head, b"webhook-id") or b"").decode()
                 if hang.value:
                     await asyncio.sleep(3600)
                 received.append((webhook_id, at))
@@ -89,13 +85,7 @@ def receiver_process(port: int, hang: Any, stop: Any, out: Any) -> None:
         finally:
             writer.close()
 
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
-        async with server:
-            while not stop.is_set():
-                await asyncio.sleep(0.1)
-
-    asyncio.run(main())
+    serve_until(handle, port, stop)
     out.put(received)
 
 
@@ -260,8 +250,8 @@ def main() -> None:
         mode = args.events
         if mode == "auto":
             mode = "signals" if event_count(db) else "side"
-        receiver = f"http://127.0.0.1:{receiver_port}/hook"  # on this machine: a private target
-        alarmhub(data_dir, "webhook", "add", receiver, *options,
+        target = f"http://127.0.0.1:{receiver_port}/hook"  # on this machine: a private target
+        alarmhub(data_dir, "webhook", "add", target, *options,
                  env=ALLOW_PRIVATE)  # fmt: skip
         print(f"data dir {data_dir}; node on {port}; events from: {mode}", flush=True)
         if mode == "side":
