@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from alarmhub import logs, settings
-from alarmhub.server import Listener, parse_address, serve
+from alarmhub.node.server import Listener, parse_address, serve
 
 TRIVIAL = b'{"status_code":200,"status":"success"}'
 

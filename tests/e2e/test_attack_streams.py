@@ -20,7 +20,7 @@ from types import TracebackType
 import httpx
 import pytest
 
-from alarmhub.listener_limits import STREAM_CHECK_SECONDS
+from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from tests.support.console_client import SUCCESS, read_events
 from tests.support.console_station import Hub, provision_console, served
 from tests.support.event_stream import EventReader

@@ -27,11 +27,11 @@ from starlette.exceptions import HTTPException
 
 from alarmhub import settings as settings_module
 from alarmhub.api import routes
-from alarmhub.app import _http_error
 from alarmhub.clock import now_us
 from alarmhub.core.account import Account
 from alarmhub.core.api_keys import SCOPES
-from alarmhub.listener_limits import StreamBudget
+from alarmhub.node.app import _http_error
+from alarmhub.node.listener_limits import StreamBudget
 from alarmhub.store import api_keys, provisioning
 from alarmhub.store import response as response_store
 from alarmhub.store.engine import open_engine, upgrade, write_transaction

@@ -1,5 +1,5 @@
 """What a node (or worker) reads of the others' supervision each second
-(``alarmhub.supervised``), on both databases: the leader reads every entry first, then only the
+(``alarmhub.node.supervised``), on both databases: the leader reads every entry first, then only the
 entries it suspects (failed or overdue by its memory) unless entries were added; the others
 read only the failed entries, and take an entry no longer failed there as restored."""
 
@@ -15,7 +15,7 @@ from sqlalchemy import Connection, insert, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
-from alarmhub.heartbeats import HeartbeatSupervisor
+from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.store import dc09, schema
 from alarmhub.store.engine import write_transaction
 

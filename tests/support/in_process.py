@@ -27,8 +27,8 @@ import urllib3
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.types import ASGIApp
 
-from alarmhub.app import Part, Runtime, build_app
 from alarmhub.logs import KeyValueFormatter
+from alarmhub.node.app import Part, Runtime, build_app
 from alarmhub.settings import load
 from alarmhub.store.writer_process import WriterThread
 from tests.support.database import database_url

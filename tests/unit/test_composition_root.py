@@ -9,7 +9,7 @@ import alarmhub
 
 PACKAGE = Path(alarmhub.__file__).parent
 ADAPTERS = ("rx", "xm", "console", "dc09")
-ROOT_MODULES = frozenset({"alarmhub.app", "alarmhub.server"})
+ROOT_MODULES = frozenset({"alarmhub.node.app", "alarmhub.node.server"})
 
 
 def imported(path: Path) -> set[str]:

@@ -15,8 +15,8 @@ PACKAGE = Path(alarmhub.__file__).parent
 ADAPTERS = ("rx", "xm", "console", "dc09", "cli", "app")
 CONTACT_ID = "alarmhub.contactid"
 COMPOSITION_ROOT = frozenset(
-    {"alarmhub.app", "alarmhub.server", "alarmhub.workers", "alarmhub.worker_process",
-     "alarmhub.__main__"}
+    {"alarmhub.node.app", "alarmhub.node.server", "alarmhub.node.workers",
+     "alarmhub.node.worker_process", "alarmhub.__main__"}
 )  # fmt: skip
 
 
@@ -75,7 +75,7 @@ def test_the_core_imports_only_the_core_the_contact_id_table_and_the_standard_li
 
 def test_only_the_composition_root_imports_the_app() -> None:
     others = [path for path in modules() if module_name(path) not in COMPOSITION_ROOT]
-    assert offending(others, lambda name: not within(name, "alarmhub.app")) == {}
+    assert offending(others, lambda name: not within(name, "alarmhub.node.app")) == {}
 
 
 def test_the_store_imports_no_adapter() -> None:

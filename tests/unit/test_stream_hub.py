@@ -12,7 +12,7 @@ import pytest
 
 from alarmhub.api import stream_hub
 from alarmhub.api.stream_hub import OutboxHub
-from alarmhub.listener_limits import StreamBudget, StreamRefused
+from alarmhub.node.listener_limits import StreamBudget, StreamRefused
 from alarmhub.settings import Settings
 from alarmhub.store import api_keys
 from alarmhub.store import events as outbox

@@ -22,7 +22,7 @@ from alarmhub.api import accounts, alarms, events, supervision
 from alarmhub.api.plumbing import Api, json_response
 from alarmhub.api.problems import not_found, problem_response
 from alarmhub.core.api_keys import ApiKey
-from alarmhub.listener_limits import StreamBudget
+from alarmhub.node.listener_limits import StreamBudget
 from alarmhub.store import operations
 from alarmhub.store.writer import SignalWriter
 

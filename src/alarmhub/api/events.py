@@ -6,11 +6,11 @@ The outbox is the truth (on PostgreSQL every node writes to it): one task a proc
 for every stream (:mod:`alarmhub.api.stream_hub`); a stream sends a page at a time after the
 last event it sent, and waits, costing nothing, when it is caught up. No connection is held
 while a page is sent, so a slow client holds nothing of the database. A stream ends when the
-client goes, within :data:`~alarmhub.listener_limits.STREAM_CHECK_SECONDS` of its key's
+client goes, within :data:`~alarmhub.node.listener_limits.STREAM_CHECK_SECONDS` of its key's
 revocation, or when the node stops (clients then reconnect, to this node or another, with
 ``Last-Event-ID``). Streams are limited per key, per address and per listener
-(:class:`~alarmhub.listener_limits.StreamBudget`): one over answers 429 (503 when the listener's
-budget is full) with ``API-STREAMS``.
+(:class:`~alarmhub.node.listener_limits.StreamBudget`): one over answers 429 (503 when the
+listener's budget is full) with ``API-STREAMS``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from alarmhub.api.problems import INPUT, STREAMS, ApiProblem
 from alarmhub.api.stream_hub import PAGE, Follower, OutboxHub, wait
 from alarmhub.core import events
 from alarmhub.core.api_keys import ApiKey
-from alarmhub.listener_limits import StreamBudget, StreamRefused, StreamSlot
+from alarmhub.node.listener_limits import StreamBudget, StreamRefused, StreamSlot
 from alarmhub.store import events as outbox
 
 log = logging.getLogger("alarmhub.api")

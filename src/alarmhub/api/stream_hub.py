@@ -5,7 +5,7 @@ While any stream is open, the hub reads the events after the newest it has seen 
 and wakes the streams; a stream that is caught up takes what it has not sent from the hub, and
 an idle one costs nothing until something arrives. A stream further behind (resumed with
 ``Last-Event-ID``) reads the outbox itself until it has caught up. Every
-:data:`~alarmhub.listener_limits.STREAM_CHECK_SECONDS` the hub also checks, in one query, that
+:data:`~alarmhub.node.listener_limits.STREAM_CHECK_SECONDS` the hub also checks, in one query, that
 the streams' keys are not revoked, whatever the traffic, and ends the streams of those that are.
 """
 
@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy import Connection
 
-from alarmhub.listener_limits import STREAM_CHECK_SECONDS
+from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import api_keys
 from alarmhub.store import events as outbox
 

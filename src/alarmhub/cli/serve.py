@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from alarmhub import files, node_lock
+from alarmhub import files
 from alarmhub.cli.output import (
     data_dir_option,
     emit,
@@ -18,6 +18,7 @@ from alarmhub.cli.output import (
     provisioning_errors,
     station_key,
 )
+from alarmhub.node import node_lock
 from alarmhub.settings import DEFAULT_LISTEN
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _address(value: str | None) -> tuple[str, int] | None:
-    from alarmhub.server import parse_address
+    from alarmhub.node.server import parse_address
 
     if value is None:
         return None
@@ -77,8 +78,8 @@ def serve(
 ) -> None:
     """Run the node: signaling interface, query interface, health and metrics."""
     from alarmhub import demo, logs
-    from alarmhub.server import Listener
-    from alarmhub.server import serve as run_server
+    from alarmhub.node.server import Listener
+    from alarmhub.node.server import serve as run_server
 
     settings = load_settings(data_dir, log_level=log_level, log_format=log_format, workers=workers)
     logs.configure(settings.log_level, settings.log_format)

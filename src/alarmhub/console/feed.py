@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from alarmhub.clock import now_us
 from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
-from alarmhub.listener_limits import STREAM_CHECK_SECONDS
+from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import on_test, queries, statistics, storm
 from alarmhub.store.provisioning import notify_channel
 

@@ -16,7 +16,7 @@ from starlette.types import Message
 from alarmhub.console import inputs, security
 from alarmhub.core.errors import BadInput
 from alarmhub.core.sign_in import SignInThrottle
-from alarmhub.listener_limits import read_limited
+from alarmhub.node.listener_limits import read_limited
 
 T = TypeVar("T")
 

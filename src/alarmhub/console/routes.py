@@ -42,7 +42,7 @@ from alarmhub.core import errors
 from alarmhub.core.errors import ActionRefused, BadInput, SignInBusy, StoreUnavailable
 from alarmhub.core.operations import Operator, operator_code_problem
 from alarmhub.core.sign_in import SignInThrottle, client_key
-from alarmhub.listener_limits import StreamBudget, StreamRefused
+from alarmhub.node.listener_limits import StreamBudget, StreamRefused
 from alarmhub.store import handling, operations, operators, queries, resolutions, sessions
 from alarmhub.store.engine import read_in_thread
 

@@ -26,11 +26,11 @@ from sqlalchemy.engine import Engine
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core import units
+from alarmhub.node.supervised import BatchedSupervision
 from alarmhub.store import dc09
 from alarmhub.store.following import FollowsProvisioning
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
-from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.dc09")
 ASK_SECONDS = 0.5

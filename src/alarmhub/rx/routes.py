@@ -22,7 +22,7 @@ from alarmhub.core import errors
 from alarmhub.core.errors import SignalRefusal, StoreUnavailable
 from alarmhub.core.signal import Signal, validate
 from alarmhub.core.tokens import split_pair
-from alarmhub.listener_limits import read_limited
+from alarmhub.node.listener_limits import read_limited
 from alarmhub.rx.auth import GrantCache
 from alarmhub.store.commit import Stored
 

@@ -1,6 +1,6 @@
 """The last-seen rows of supervision (heartbeat pairs, DC-09 accounts), written in bulk.
 
-A node writes the entries that changed since its last flush (``alarmhub.supervised``): one
+A node writes the entries that changed since its last flush (``alarmhub.node.supervised``): one
 ``INSERT ... ON CONFLICT DO UPDATE`` for many rows, on both dialects. A statement per row held
 the database's write lock for as long as thousands of rows took in Python, and the writer
 process, whose commits wait for that lock, with it.

@@ -20,7 +20,7 @@ from starlette.types import Message
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core.errors import QueryRefused
-from alarmhub.listener_limits import read_limited
+from alarmhub.node.listener_limits import read_limited
 from alarmhub.xm import errors
 from alarmhub.xm.auth import QueryAuth, Refused
 from alarmhub.xm.methods import method_table

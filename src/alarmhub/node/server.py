@@ -1,7 +1,7 @@
 """``alarmhub serve``: one or two HTTP listeners (and one for ``/metrics`` alone if asked), a
 clean stop on SIGTERM. Every listener has the limits of :mod:`listener_limits`. With
 ``workers`` above 1 the listeners are bound here once and served by that many worker
-processes (:mod:`alarmhub.workers`); with 1, by this process alone."""
+processes (:mod:`alarmhub.node.workers`); with 1, by this process alone."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
-from alarmhub import listener_limits
-from alarmhub.app import Part, Runtime, WorkerRole, build_app, common_routes
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.gc_tuning import quiet_garbage_collector
+from alarmhub.node import listener_limits
+from alarmhub.node.app import Part, Runtime, WorkerRole, build_app, common_routes
 from alarmhub.settings import Settings
 
-log = logging.getLogger("alarmhub.server")
+log = logging.getLogger("alarmhub.node.server")
 METRICS_PATH = "/metrics"
 
 
@@ -227,7 +227,7 @@ def serve(
     """Run the node until it is told to stop: on uvloop in this process, or as the parent of
     ``settings.workers`` worker processes."""
     if settings.workers > 1:
-        from alarmhub import workers
+        from alarmhub.node import workers
 
         if extra_routes is not None:
             raise ValueError("extra routes are served by a node of one process (workers=1)")

@@ -1,12 +1,12 @@
-"""One worker of a node of several (``python -m alarmhub.worker_process FD PARENT``): it serves the
-listeners its parent bound (HTTP and DC-09, handed over as file descriptors) in front of the
+"""One worker of a node of several (``python -m alarmhub.node.worker_process FD PARENT``): it serves
+the listeners its parent bound (HTTP and DC-09, handed over as file descriptors) in front of the
 node's one writer, which it connects to.
 
-Its parent (:mod:`alarmhub.workers`) sends it its configuration over the socket ``FD`` (never on
-the command line, where other users of the machine could read a password), is told "ready" over
+Its parent (:mod:`alarmhub.node.workers`) sends it its configuration over the socket ``FD`` (never
+on the command line, where other users of the machine could read a password), is told "ready" over
 it once it serves, and stops it with SIGTERM (SIGINT, which a terminal sends the whole process
-group, is left to the parent). The kernel kills it when the parent dies; should the parent's end
-of the socket close anyway, it stops as on SIGTERM.
+group, is left to the parent). The kernel kills it when the parent dies; should the parent's end of
+the socket close anyway, it stops as on SIGTERM.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from alarmhub import files, lifeline, logs
+from alarmhub import files, logs
 from alarmhub import settings as settings_module
-from alarmhub.app import WorkerRole
-from alarmhub.server import Bound, Listener, run_bound
+from alarmhub.node import lifeline
+from alarmhub.node.app import WorkerRole
+from alarmhub.node.server import Bound, Listener, run_bound
 from alarmhub.store import framing
 
 READY = b"ready"

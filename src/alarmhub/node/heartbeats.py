@@ -17,11 +17,11 @@ from sqlalchemy import Connection, func, select, tuple_
 from alarmhub import metrics
 from alarmhub.clock import now_us
 from alarmhub.core.supervision import PairState
+from alarmhub.node.supervised import BatchedSupervision
 from alarmhub.store import schema as s
 from alarmhub.store.last_seen import write_seen
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter
-from alarmhub.supervised import BatchedSupervision
 
 log = logging.getLogger("alarmhub.heartbeat")
 Change = Literal["failed", "restored"]
@@ -116,7 +116,7 @@ class HeartbeatSupervisor(BatchedSupervision[tuple[str, str], Any]):
     async def beat(self, source: str, destination: str) -> None:
         """A beat of the pair: its last-seen time in memory, written with the next flush; a pair
         this node did not know yet is written before the beat is answered
-        (:meth:`~alarmhub.supervised.BatchedSupervision.write_now`)."""
+        (:meth:`~alarmhub.node.supervised.BatchedSupervision.write_now`)."""
         key = (source, destination)
         now = now_us()
         state = self.pairs.get(key)

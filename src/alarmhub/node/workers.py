@@ -1,20 +1,20 @@
 """A node of several worker processes (``serve --workers N``), as its parent process runs it.
 
-The parent binds every listener once (HTTP, ``/metrics``, DC-09 TCP and UDP) and hands the
-sockets to N workers (:mod:`alarmhub.worker_process`), which all accept on them: the kernel gives
-each connection, and each datagram, to one of them. In front of the node's one writer process,
-which listens for the workers on a Unix socket (mode 0600) and answers each frame on the channel
-it came on. That socket and the workers' metric files are in a directory of the node's own
-(mode 0700, under the system's temporary directory, removed at the stop): nodes that share a
-data directory never meet there. The parent also runs what a node has once: the schema
-upgrade, the webhook process, the SQLite checkpoints.
+The parent binds every listener once (HTTP, ``/metrics``, DC-09 TCP and UDP) and hands the sockets
+to N workers (:mod:`alarmhub.node.worker_process`), which all accept on them: the kernel gives each
+connection, and each datagram, to one of them. In front of the node's one writer process, which
+listens for the workers on a Unix socket (mode 0600) and answers each frame on the channel it came
+on. That socket and the workers' metric files are in a directory of the node's own (mode 0700, under
+the system's temporary directory, removed at the stop): nodes that share a data directory never meet
+there. The parent also runs what a node has once: the schema upgrade, the webhook process, the
+SQLite checkpoints.
 
-Whichever child dies is started again: a worker (after its connections are gone; what it
-answered is committed), or the writer (every worker fails its waiting requests with STORE-1 and
-connects to the new one). SIGTERM or SIGINT stops the workers first (each answers what it
-accepted), then the webhook process, then the writer (it commits what it has). The workers die
-with the parent, SIGKILL included (:mod:`alarmhub.lifeline`); the writer and the webhook process
-see their channel to it close.
+Whichever child dies is started again: a worker (after its connections are gone; what it answered is
+committed), or the writer (every worker fails its waiting requests with STORE-1 and connects to the
+new one). SIGTERM or SIGINT stops the workers first (each answers what it accepted), then the
+webhook process, then the writer (it commits what it has). The workers die with the parent, SIGKILL
+included (:mod:`alarmhub.node.lifeline`); the writer and the webhook process see their channel to it
+close.
 """
 
 from __future__ import annotations
@@ -33,17 +33,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from alarmhub import app, files, metrics
+from alarmhub import files, metrics
 from alarmhub import settings as settings_module
-from alarmhub.server import Bound
+from alarmhub.node import app
+from alarmhub.node.server import Bound
+from alarmhub.node.worker_process import READY
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import framing
 from alarmhub.store.writer import writer_config
 from alarmhub.webhook_process import WebhookProcess
-from alarmhub.worker_process import READY
 
-log = logging.getLogger("alarmhub.workers")
+log = logging.getLogger("alarmhub.node.workers")
 WRITER_SOCKET = "writer.sock"
 LEAD_LOCK = "supervision.lock"
 METRICS_DIR = "metrics"
@@ -162,7 +163,11 @@ class _Worker:
         # started from this thread, the event loop's: the kernel kills a child whose parent
         # *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool
         self.process, ours = await _spawn(
-            "alarmhub.worker_process", self._config, str(os.getpid()), fds=self._fds, env=self._env
+            "alarmhub.node.worker_process",
+            self._config,
+            str(os.getpid()),
+            fds=self._fds,
+            env=self._env,
         )
         self._sock = ours
         try:

@@ -30,8 +30,8 @@ from alarmhub import api, console, metrics, openapi, secret_key
 from alarmhub.api import problems
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
-from alarmhub.heartbeats import HeartbeatSupervisor
-from alarmhub.listener_limits import StreamBudget
+from alarmhub.node.heartbeats import HeartbeatSupervisor
+from alarmhub.node.listener_limits import StreamBudget
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
@@ -44,7 +44,7 @@ from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
-log = logging.getLogger("alarmhub.app")
+log = logging.getLogger("alarmhub.node.app")
 Part = Literal["rx", "rest"]
 CHECKPOINT_SECONDS = 1.0
 
