@@ -25,6 +25,7 @@ from alarmhub.store.schema.operators import (
     operator,
     resolution,
 )
+from alarmhub.store.schema.receivers import receiver_frame, receiver_line, receiver_link
 from alarmhub.store.schema.response import (
     account_user,
     account_zone,
@@ -91,6 +92,9 @@ __all__ = [
     "open_close",
     "operator",
     "plan_step",
+    "receiver_frame",
+    "receiver_line",
+    "receiver_link",
     "resolution",
     "revision",
     "schedule",
