@@ -14,7 +14,7 @@ nothing pends, a restoral still marks the alarm it restores, and the periodic te
 satisfied.
 
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
-a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
+a DC-09 or receiver link signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
 open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
 senders on one line is one alarm, each of its signals still an event of history.
 """
@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, on_test, response, schedules, storm, system_alarms
+from alarmhub.core import dc09, on_test, receiver_links, response, schedules, storm, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -46,7 +46,7 @@ TEST_REPORT = "602"
 HIST_TEXT_MAX = 80
 SECOND_ZONE_IS = {"zone": "Z", "user": "U", "none": "N"}
 JOINING_DESTINATIONS = frozenset(
-    {dc09.DESTINATION}
+    {dc09.DESTINATION, receiver_links.DESTINATION}
 )  # a receiver line's unknown accounts: one alarm
 
 
