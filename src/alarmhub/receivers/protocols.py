@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from alarmhub.receivers import surgard
+from alarmhub.receivers import ademco685, d6500, surgard
 from alarmhub.receivers.frames import Frame, Options, Splitter
 
 
@@ -24,4 +24,8 @@ class ReceiverProtocol(Protocol):
     def answer(self) -> Callable[[Frame, bool], bytes]: ...
 
 
-PROTOCOLS: dict[str, ReceiverProtocol] = {"surgard": surgard}
+PROTOCOLS: dict[str, ReceiverProtocol] = {
+    "surgard": surgard,
+    "ademco685": ademco685,
+    "d6500": d6500,
+}
