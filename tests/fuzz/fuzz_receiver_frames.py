@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alarmhub.contactid import EVENTS
+from alarmhub.dc09.receiver import PANEL_MAX
 from alarmhub.receivers import ademco685, d6500, surgard
 from alarmhub.receivers.frames import ACK, FRAME_MAX, NAK, Frame, Kind, Options, escaped
 from alarmhub.receivers.protocols import PROTOCOLS
@@ -36,6 +37,7 @@ _SURGARD = [
     surgard.link_test_frame(1, 1),
     surgard.link_test_frame(1, 0, 3),
     b"S011[#1234|Nri1BA01]\x14",
+    b"S011[#1234567890|NBA01/ZZ02]\x14",
     b"S01100[#1234|Nda04-22-94ti16:02:15/id22/CL/PA31]\x14",
     b"0011[#0000|NRU0000]\x14",
     b"101100    123456 1G123\x14",
@@ -81,6 +83,7 @@ def _check(name: str, protocol: ModuleType, raw: bytes, frame: Frame) -> None:
     assert isinstance(frame, Frame) and frame.kind in Kind, (name, raw)
     if frame.kind is Kind.EVENT:
         assert frame.account and frame.events, (name, raw, frame)
+        assert len(frame.account) <= PANEL_MAX and frame.account.isalnum(), (name, raw, frame)
         for code, area, zone in frame.events:
             assert code[0] in "ERP" and code[1:] in EVENTS, (name, raw, frame)
             assert len(area) == 2 and area.isdigit() and len(zone) == 3 and zone.isdigit()

@@ -101,6 +101,8 @@ def test_sia_codes_the_table_lacks_are_named_and_a_frame_of_none_is_unreadable()
     assert surgard.read(b"S011[#1234|NZZ02]\x14", MLR2).kind == Kind.UNREADABLE
     assert surgard.read(b"S011[|NBA01]\x14", MLR2).reason == "SIA content names no account"
     assert surgard.read(b"S011#1234|NBA01\x14", MLR2).kind == Kind.UNREADABLE
+    assert surgard.read(b"S011[#1234567890|NBA01]\x14", MLR2).account == "1234567890"
+    assert surgard.read(b"S011[#12345678901|NBA01]\x14", MLR2).kind == Kind.UNREADABLE
     assert surgard.read(b"S011[#1234|N!!]\x14", MLR2).kind == Kind.UNREADABLE
 
 

@@ -25,6 +25,7 @@ import re
 from dataclasses import replace
 
 from alarmhub.dc09.events import sia_dcs
+from alarmhub.dc09.receiver import PANEL_MAX
 from alarmhub.receivers.frames import (
     ACK,
     FRAME_MAX,
@@ -153,6 +154,8 @@ def _sia(raw: bytes, content: str, receiver: str, line: str) -> Frame:
         return unreadable(raw, parsed, receiver, line)
     if parsed.account is None:
         return unreadable(raw, "SIA content names no account", receiver, line)
+    if len(parsed.account) > PANEL_MAX:
+        return unreadable(raw, f"SIA account is over {PANEL_MAX} characters", receiver, line)
     events = tuple((event.code, event.area, event.zone) for event in parsed.events)
     return Frame(Kind.EVENT, receiver, line, parsed.account, events, unknown_codes=parsed.unknown)
 
