@@ -9,15 +9,19 @@ import pytest
 
 from alarmhub.contactid import EVENTS
 from alarmhub.receivers.frames import (
+    ACK,
     FRAME_MAX,
     LETTERS,
+    NAK,
     Kind,
+    Options,
     Splitter,
     contact_id_event,
     escaped,
     printable,
     unreadable,
 )
+from alarmhub.receivers.protocols import PROTOCOLS
 
 END = 0x14
 MIB = 1 << 20
@@ -124,3 +128,18 @@ def test_contact_id_events_are_checked_field_by_field() -> None:
     assert isinstance(contact_id_event("E", code, "0A", "015"), str)
     assert isinstance(contact_id_event("E", code, "01", "15"), str)
     assert isinstance(contact_id_event("E", code, "01", "١٢٣"), str)  # non-ASCII digits
+
+
+def test_the_protocols_are_named_as_links_name_them_and_each_answers_its_frames() -> None:
+    assert list(PROTOCOLS) == ["surgard", "ademco685", "d6500"]
+    link_tests = {
+        "surgard": b"1011           @    \x14",
+        "ademco685": b"\n11 OKAY @ \r",
+        "d6500": b"1010           @    \x14",
+    }
+    for name, protocol in PROTOCOLS.items():
+        splitter = protocol.splitter()
+        (raw,) = splitter.feed(link_tests[name])
+        frame = protocol.read(raw, Options())
+        assert frame.kind == Kind.LINK_TEST, name
+        assert (protocol.answer(frame, True), protocol.answer(frame, False)) == (ACK, NAK)
