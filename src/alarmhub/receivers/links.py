@@ -1,13 +1,6 @@
-"""The receiver links a node runs, following what the station provisions: every POLL_SECONDS
-the links and line mappings are read (off the event loop); links are started, restarted when
-their settings change, and stopped when removed, within seconds and without a restart.
-
-A ``--listen`` link runs on every node. A ``--connect`` or ``--serial`` link runs on the one node
-holding its lease (:mod:`alarmhub.store.link_leases`, PostgreSQL; on SQLite the node holds all).
-Each link is supervised: no frame and no link test for its heartbeat timeout makes it ``failed``
-(store.receivers.report sets failed_us, supervision raises RECEIVER LINK FAILURE); its next
-frame makes it ``up`` (the restoral). Both are reported at once; counts every REPORT_SECONDS.
-"""
+"""The receiver links a node runs: started, restarted and stopped as the station provisions
+them (read every POLL_SECONDS, off the event loop), each supervised for its heartbeat timeout,
+and their states and counts reported through the writer."""
 
 from __future__ import annotations
 
@@ -84,7 +77,14 @@ class _Running:
 
 
 class LinkSupervisor:
-    """Runs this node's receiver links: ``start()`` after the writer, ``stop()`` before it."""
+    """Runs this node's receiver links: ``start()`` after the writer, ``stop()`` before it.
+
+    A ``--listen`` link runs on every node; a ``--connect`` or ``--serial`` link on the one node
+    holding its lease (:mod:`alarmhub.store.link_leases` on PostgreSQL; on SQLite this node holds
+    all). No frame and no link test for a link's heartbeat timeout makes it ``failed``
+    (``store.receivers.report`` sets failed_us, supervision raises RECEIVER LINK FAILURE); its
+    next frame makes it ``up`` (the restoral). Both are reported at once, counts every
+    REPORT_SECONDS when they changed."""
 
     def __init__(
         self,
