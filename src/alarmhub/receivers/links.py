@@ -27,9 +27,10 @@ from alarmhub.core.receiver_links import (
     LinkSettings,
     line_number,
 )
+from alarmhub.dc09.server import Writer
 from alarmhub.receivers.frames import Options
 from alarmhub.receivers.protocols import PROTOCOLS
-from alarmhub.receivers.session import Keeper, Link, Traffic, Writer
+from alarmhub.receivers.session import Keeper, Link, Traffic
 from alarmhub.receivers.transports import Connect, Listen, Serial, Transport
 from alarmhub.store import receivers as store
 from alarmhub.store.link_leases import LinkLeases

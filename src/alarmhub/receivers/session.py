@@ -11,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
 from sqlalchemy import Connection
 
@@ -22,26 +22,18 @@ from alarmhub.core.alarm_types import RECEIVER_DATA, RECEIVER_EVENT
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09.receiver import UNMAPPED_DNIS
+from alarmhub.dc09.server import Writer
 from alarmhub.receivers.frames import Frame, Kind, Options, escaped, unreadable
 from alarmhub.receivers.protocols import ReceiverProtocol
 from alarmhub.store.commit import Stored
 
 log = logging.getLogger("alarmhub.receivers")
-T = TypeVar("T")
 IN_FLIGHT_MAX = 16  # answers one connection may have waiting before its reading pauses
 LAST_FRAME_MAX = 255  # receiver_link.last_frame
 PANEL_MAX = 10
 MINUTE_SECONDS = 60
 STORE_SECONDS = 10.0  # a frame not stored within this is answered NAK (decisions section 14)
 _KEPT = {Kind.RECEIVER_EVENT: RECEIVER_EVENT.type, Kind.UNREADABLE: RECEIVER_DATA.type}
-
-
-class Writer(Protocol):
-    """The node's writer: stores signals durably and runs other writes off the event loop."""
-
-    def enqueue(self, sig: Signal, /) -> asyncio.Future[Stored]: ...
-
-    async def run(self, work: Callable[[Connection], T], /) -> T: ...
 
 
 class Keeper(Protocol):
@@ -208,6 +200,7 @@ class Session(asyncio.Protocol):
         if not self.peer:
             peer = transport.get_extra_info("peername")
             self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer or "")
+        log.info("receiver connection opened", extra={"link": self.link.name, "peer": self.peer})
 
     def data_received(self, data: bytes) -> None:
         if self._transport is None or self._stopped:
@@ -344,5 +337,7 @@ class Session(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        extra = {"link": self.link.name, "peer": self.peer, "error": repr(exc) if exc else ""}
+        log.info("receiver connection closed", extra=extra)
         if not self.closed.done():
             self.closed.set_result(None)

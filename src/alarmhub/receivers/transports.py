@@ -145,9 +145,7 @@ class _Reconnecting(Transport):
                 continue
             delay = RETRY_MIN_SECONDS
             self.problem = ""
-            log.info("receiver link connected", extra={"link": self.link.name})
-            await session.closed
-            log.warning("receiver link disconnected", extra={"link": self.link.name})
+            await session.closed  # logged by the session
             await asyncio.sleep(RETRY_MIN_SECONDS)
 
     @abstractmethod
