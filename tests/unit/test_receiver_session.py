@@ -22,6 +22,7 @@ from alarmhub.receivers import session as session_module
 from alarmhub.receivers.frames import ACK, NAK, Options
 from alarmhub.receivers.session import IN_FLIGHT_MAX, Link, Session, Traffic
 from alarmhub.store.commit import Stored
+from tests.support.processes import free_port
 
 EVENT = surgard.contact_id_frame(1, 1, "1234", "E130", "01", "015")
 LINK_TEST = surgard.link_test_frame(1, 1)
@@ -260,5 +261,24 @@ def test_an_event_not_committed_in_time_is_naked(monkeypatch: pytest.MonkeyPatch
         writer.futures[0].set_result(Stored(1))  # committed after all: kept, answered once
         await _turns()
         assert transport.written == NAK
+
+    asyncio.run(scenario())
+
+
+def test_a_link_that_cannot_run_stalls_no_other() -> None:
+    async def scenario() -> None:
+        engine: Any = type("Engine", (), {"dialect": type("Dialect", (), {"name": "sqlite"})})
+        supervisor = links.LinkSupervisor(engine, FakeWriter(), FakeKeeper(), "node")
+        provisioned = [
+            LinkSettings("BAD", "surgard", "listen", "no-port-here"),
+            LinkSettings("ODD", "morse", "listen", f"127.0.0.1:{free_port()}"),
+            LinkSettings("GOOD", "surgard", "listen", f"127.0.0.1:{free_port()}"),
+        ]
+        supervisor._read = lambda: (provisioned, {}, {})  # type: ignore[method-assign]
+        await supervisor.follow()
+        await supervisor.follow()
+        assert list(supervisor.running) == ["GOOD"]
+        assert len(supervisor._refused) == 2
+        await supervisor.stop()
 
     asyncio.run(scenario())

@@ -108,6 +108,7 @@ class LinkSupervisor:
         self._lines: dict[tuple[str, int, int], str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._urgent = asyncio.Event()
+        self._refused: set[LinkSettings] = set()  # settings no link can run with (logged once)
 
     async def start(self) -> None:
         self._tasks = [
@@ -194,7 +195,7 @@ class LinkSupervisor:
         name = settings.name
         protocol = PROTOCOLS.get(settings.protocol)
         if protocol is None:
-            log.error("receiver link protocol unknown", extra={"link": name})
+            self._refuse(settings, f"no protocol {settings.protocol!r}")
             return
         traffic = (
             before.link.traffic
@@ -217,7 +218,11 @@ class LinkSupervisor:
             functools.partial(self.dnis_of, name),
             traffic=traffic,
         )
-        transport = _transport(link, settings)
+        try:
+            transport = _transport(link, settings)
+        except ValueError as exc:  # an address provisioning should have refused
+            self._refuse(settings, str(exc))
+            return
         run = _Running(settings, link, transport, IDLE, time.monotonic())
         if before is not None:
             run.state, run.reported = before.state, before.reported
@@ -234,6 +239,12 @@ class LinkSupervisor:
             extra={"link": name, "transport": settings.transport, "address": settings.address},
         )
         self._urgent.set()
+
+    def _refuse(self, settings: LinkSettings, why: str) -> None:
+        """A link that cannot run with these settings: logged once, tried again when changed."""
+        if settings not in self._refused:
+            log.error("receiver link not started", extra={"link": settings.name, "error": why})
+            self._refused.add(settings)
 
     async def _stop_link(self, name: str, why: str) -> None:
         run = self.running[name]

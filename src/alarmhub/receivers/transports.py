@@ -25,9 +25,14 @@ DRAIN_SECONDS = 10.0  # answers in flight finish when a link stops (commits wait
 
 
 def host_port(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as a host and a port."""
-    host, _, port = address.rpartition(":")
-    return host.strip("[]"), int(port)
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as ``serve`` reads it; ValueError when it is
+    not one, or has no port."""
+    from alarmhub.node.server import parse_address  # the node's, loaded by then: no cycle
+
+    host, port = parse_address(address)
+    if not port:
+        raise ValueError(f"{address!r} has no port")
+    return host, port
 
 
 class Transport(ABC):
