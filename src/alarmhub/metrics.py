@@ -136,3 +136,14 @@ QUERIES_REFUSED = Counter(
     "Query-interface requests refused before any query ran, by HTTP status (401, 413)",
     ["status"],
 )
+RECEIVER_FRAMES = Counter(
+    "alarmhub_receiver_frames",
+    "Frames of the receiver links, by link and answer (ack, nak; unreadable: kept and ACKed)",
+    ["link", "answer"],
+)
+RECEIVER_LINK_UP = Gauge(
+    "alarmhub_receiver_link_up",
+    "1 while a receiver link run by this node is up (frames or link tests within its timeout)",
+    ["link"],
+    multiprocess_mode="livemax",
+)

@@ -2,8 +2,8 @@
 
 Defaults ship in ``alarm_types.tsv`` (one row per DC-05 event code); a station overrides any of
 them (``alarmhub alarmtype set``). The system's own alarms (unknown account, runaway, source
-failure, fail to test, communication failure, the schedule alarms, test end not restored) are
-defined here.
+failure, fail to test, communication failure, the schedule alarms, test end not restored, the
+receiver links' alarms) are defined here, with the length an alarm's text is cut to.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ SYSTEM_HANDLED: Category = "S"
 
 TYPE_PATTERN = re.compile(r"[A-Z0-9]{1,5}")
 COLOR_PATTERN = re.compile(r"[0-9A-F]{2}")
-HIST_TEXT_MAX = 60
+HIST_TEXT_MAX = 60  # a template's, before its fields are filled in
+ALARM_TEXT_MAX = 80
+"""An alarm's and a history event's text (HIST_TEXT) is cut to this many characters."""
 PLACEHOLDERS = frozenset({"event", "zone", "area"})
 
 
@@ -132,3 +134,12 @@ LATE_TO_OPEN = SystemAlarm("LTO", "LATE TO OPEN", "G", "B0")
 UNSCHEDULED_OPEN = SystemAlarm("UNOPN", "UNSCHEDULED OPEN", "G", "B0")
 EARLY_CLOSE = SystemAlarm("ECLOS", "EARLY CLOSE", "G", "B0")
 TEST_END_NOT_RESTORED = SystemAlarm("TESTN", "TEST END NOT RESTORED", "G", "B0")
+# links to hardware receivers (decisions §11)
+RECEIVER_LINK_FAILURE = SystemAlarm("RXFL", "RECEIVER LINK FAILURE", "G", "B0")
+RECEIVER_EVENT = SystemAlarm("RXEVT", "RECEIVER EVENT", "G", "B0")
+RECEIVER_DATA = SystemAlarm("RXDAT", "RECEIVER DATA", "G", "DF")
+
+
+def cut_text(text: str) -> str:
+    """``text`` as an alarm or history event keeps it: its first ALARM_TEXT_MAX characters."""
+    return text[:ALARM_TEXT_MAX]

@@ -14,7 +14,7 @@ nothing pends, a restoral still marks the alarm it restores, and the periodic te
 satisfied.
 
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
-a DC-09 signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
+a DC-09 or receiver link signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
 open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
 senders on one line is one alarm, each of its signals still an event of history.
 """
@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from alarmhub.contactid import EVENTS
-from alarmhub.core import dc09, on_test, response, schedules, storm, system_alarms
+from alarmhub.core import dc09, on_test, receiver_links, response, schedules, storm, system_alarms
 from alarmhub.core.alarm_types import (
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
@@ -36,6 +36,7 @@ from alarmhub.core.alarm_types import (
     UNKNOWN_ACCOUNT,
     AlarmType,
     SystemAlarm,
+    cut_text,
 )
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.operations import AlarmState
@@ -43,10 +44,9 @@ from alarmhub.core.runaway import RunawayMonitor, RunawayVerdict
 from alarmhub.core.signal import Signal
 
 TEST_REPORT = "602"
-HIST_TEXT_MAX = 80
 SECOND_ZONE_IS = {"zone": "Z", "user": "U", "none": "N"}
 JOINING_DESTINATIONS = frozenset(
-    {dc09.DESTINATION}
+    {dc09.DESTINATION, receiver_links.DESTINATION}
 )  # a receiver line's unknown accounts: one alarm
 
 
@@ -205,10 +205,6 @@ RUNAWAY_PATHS = SIGNAL_PATHS - {RoutePath.ON_TEST.value}
 """The paths of the signals runaway counts: all but those of accounts on test."""
 
 
-def _cut(text: str) -> str:
-    return text[:HIST_TEXT_MAX]
-
-
 @dataclass(slots=True)
 class _Kind:
     """What a signal's history event says, before its path is known."""
@@ -285,7 +281,7 @@ class Router:
         if known and second_zone_is != "N":  # the zone's description, the user's name
             zones, users = repo.descriptions(account, signal.zone)
             text = response.described(text, second_zone_is, signal.zone, signal.area, zones, users)
-        text = _cut(text)
+        text = cut_text(text)
         kind = _Kind(
             type=alarm_type.restore_type if restore else alarm_type.type,
             category=alarm_type.category,
@@ -319,7 +315,7 @@ class Router:
                 category=OPERATOR_HANDLED,
                 priority=min(priority, UNKNOWN_ACCOUNT.priority),
                 color=UNKNOWN_ACCOUNT.color,
-                text=_cut(system_alarms.unknown_account(text)),
+                text=cut_text(system_alarms.unknown_account(text)),
                 second_zone_is=kind.second_zone_is,
             )
             history = _event(signal, account, unknown, RoutePath.UNKNOWN)
@@ -429,7 +425,7 @@ class Router:
             alarm_category=OPERATOR_HANDLED,
             priority=kind.priority,
             color=kind.color,
-            hist_text=_cut(text),
+            hist_text=cut_text(text),
             path=RoutePath.SYSTEM,
             alarm_id=number,
             source=signal.source if signal else "",
@@ -462,7 +458,7 @@ class Router:
                 alarm_category=OPERATOR_HANDLED,
                 priority=kind.priority,
                 color=kind.color,
-                hist_text=_cut(f"{text} RESTORE"),
+                hist_text=cut_text(f"{text} RESTORE"),
                 path=RoutePath.SYSTEM,
                 alarm_id=alarm_id,
             )

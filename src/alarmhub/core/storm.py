@@ -15,6 +15,7 @@ from alarmhub.core.alarm_types import (
     DURESS,
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
+    RECEIVER_LINK_FAILURE,
     RUNAWAY,
     SOURCE_FAILURE,
     TYPE_PATTERN,
@@ -28,7 +29,14 @@ NEVER_STORMED = frozenset({DURESS.type, UNKNOWN_ACCOUNT.type})
 """TYPEs that always pend: a duress code given (section 7), and a signal of an account the
 station does not know (its data must be fixed; its alarm joins others on the receiver line)."""
 SYSTEM_TYPES = frozenset(
-    kind.type for kind in (RUNAWAY, SOURCE_FAILURE, FAIL_TO_TEST, COMMUNICATION_FAILURE)
+    kind.type
+    for kind in (
+        RUNAWAY,
+        SOURCE_FAILURE,
+        FAIL_TO_TEST,
+        COMMUNICATION_FAILURE,
+        RECEIVER_LINK_FAILURE,
+    )
 )
 """The system's own alarms that storm mode may hold back (by TYPE, as any other alarm)."""
 TYPES_MAX = 20

@@ -1,6 +1,7 @@
 """The texts of the alarms the station raises itself: an account's periodic test is late, a
-heartbeat pair or a DC-09 account stopped reporting, a sender runs away, a signal names an
-unknown account. Each starts with its alarm type's name, so an operator reads what happened
+heartbeat pair, a DC-09 account or a receiver link stopped reporting, a sender runs away, a
+signal names an unknown account, a receiver hands over its own event or a frame that could not
+be read. Each starts with its alarm type's name, so an operator reads what happened
 before what it happened to; the raised alarm and its restoral carry the same text."""
 
 from __future__ import annotations
@@ -8,9 +9,13 @@ from __future__ import annotations
 from alarmhub.core.alarm_types import (
     COMMUNICATION_FAILURE,
     FAIL_TO_TEST,
+    RECEIVER_DATA,
+    RECEIVER_EVENT,
+    RECEIVER_LINK_FAILURE,
     RUNAWAY,
     SOURCE_FAILURE,
     UNKNOWN_ACCOUNT,
+    cut_text,
 )
 from alarmhub.core.dc09 import line_name
 
@@ -38,3 +43,18 @@ def runaway(rule: str) -> str:
 def unknown_account(signal_text: str) -> str:
     """A signal for an account that is not provisioned, with what the signal says."""
     return f"{UNKNOWN_ACCOUNT.name} {signal_text}"
+
+
+def receiver_link_failure(name: str) -> str:
+    """A link to a receiver's automation output went silent (no frame, no link test)."""
+    return f"{RECEIVER_LINK_FAILURE.name} {name}"
+
+
+def receiver_event(link: str, text: str) -> str:
+    """A receiver's own event (its trouble, its time update) as the receiver gave it."""
+    return cut_text(f"{RECEIVER_EVENT.name} {link} {text}")
+
+
+def receiver_data(link: str, text: str) -> str:
+    """A frame of a receiver link that could not be read, its control bytes escaped."""
+    return cut_text(f"{RECEIVER_DATA.name} {link} {text}")

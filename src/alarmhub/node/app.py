@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +34,13 @@ from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.node.listener_limits import StreamBudget
+from alarmhub.receivers.links import LinkSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
+from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
 from alarmhub.webhook_process import WebhookProcess
@@ -67,7 +71,8 @@ class Runtime:
         async with Runtime(settings, dc09_sockets) as runtime:
             ...  # serve
 
-    The DC-09 receiver (when given sockets) starts last and stops first. Given a ``worker``
+    The DC-09 receiver (when given sockets) and the receiver links start last and stop first;
+    the links run in one process of a node (the node's, or its worker 0). Given a ``worker``
     role, it is one of the node's workers: per-process state that must hold for the whole node
     (nonces, supervision, its lead) goes through the database as between nodes."""
 
@@ -128,6 +133,10 @@ class Runtime:
                 max_per_address=settings.dc09_max_connections_per_address,
                 idle_seconds=settings.dc09_idle_seconds,
             )
+        self.links: LinkSupervisor | None = None
+        if worker is None or worker.index == 0:
+            node_id = f"{socket.gethostname()[:40]}:{os.getpid()}"
+            self.links = LinkSupervisor(self.engine, self.writer, FrameKeeper(self.engine), node_id)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Runtime:
@@ -150,6 +159,8 @@ class Runtime:
         log.info("node started", extra=self.settings.masked())
         if self.dc09 is not None:
             await self.dc09.start()
+        if self.links is not None:
+            await self.links.start()
         return self
 
     async def __aexit__(
@@ -158,8 +169,11 @@ class Runtime:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """Stop the DC-09 listeners (frames in flight are answered), end the consoles' event
-        streams, stop supervision, flush heartbeats, commit every signal still queued."""
+        """Stop the receiver links and the DC-09 listeners (frames in flight are answered), end
+        the consoles' event streams, stop supervision, flush heartbeats, commit every signal
+        still queued."""
+        if self.links is not None:
+            await self.links.stop()
         if self.dc09 is not None:
             await self.dc09.stop()
         await self.live_feed.stop()

@@ -8,8 +8,12 @@ bytes``; :data:`PROTOCOLS` names them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from alarmhub.contactid import EVENTS
+from alarmhub.dc09.events import QUALIFIERS
 
 ACK = b"\x06"
 NAK = b"\x15"
@@ -69,6 +73,30 @@ def escaped(raw: bytes) -> str:
 
 
 _NAMES = {0x0A: "[LF]", 0x0D: "[CR]", 0x14: "[DC4]", 0x06: "[ACK]", 0x15: "[NAK]"}
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+_AREA = re.compile(r"[0-9]{2}")
+_ZONE = re.compile(r"[0-9]{3}")
+LETTERS = tuple(QUALIFIERS.values())
+"""Contact ID's qualifiers as letters (E new event, R restore, P status), as events carry them."""
+
+
+def printable(raw: bytes) -> str | None:
+    """``raw`` as text when it is all printable ASCII, else None."""
+    return raw.decode("ascii") if _PRINTABLE.fullmatch(raw) else None
+
+
+def contact_id_event(qualifier: str, code: str, area: str, zone: str) -> tuple[str, str, str] | str:
+    """One Contact ID event as :attr:`Frame.events` holds it (``("E130", "01", "015")``), or
+    why it is not one: qualifier E/R/P, a DC-05 event code, area 2 digits, zone 3 digits."""
+    if qualifier not in LETTERS:
+        return f"qualifier {qualifier!r} is not one of {', '.join(LETTERS)}"
+    if code not in EVENTS:
+        return f"Contact ID event {code!r} is not in DC-05"
+    if _AREA.fullmatch(area) is None:
+        return f"area {area!r} is not 2 digits"
+    if _ZONE.fullmatch(zone) is None:
+        return f"zone {zone!r} is not 3 digits"
+    return qualifier + code, area, zone
 
 
 def unreadable(raw: bytes, reason: str, receiver: str = "", line: str = "") -> Frame:
@@ -81,12 +109,84 @@ class Splitter:
     """Cuts a byte stream into raw frames, holding at most FRAME_MAX bytes of an unfinished
     one: ``feed(data)`` returns the frames completed by ``data`` (each with its terminator),
     and an over-long frame as its first FRAME_MAX bytes (the rest up to its terminator is
-    counted in :attr:`discarded` and dropped: no receiver sends such a frame). Protocol
-    modules subclass it for their start and end bytes."""
+    counted in :attr:`discarded` and dropped: no receiver sends such a frame).
 
-    def __init__(self) -> None:
+    ``end`` is the terminator byte. ``start``, when the protocol has one (Ademco's LF), begins
+    a frame: bytes held before it are returned as a frame of their own (without terminator,
+    so they read as unreadable), never dropped, and it ends the dropping of an over-long frame.
+    Protocol modules give their bytes, or subclass it (:meth:`_find_end`)."""
+
+    def __init__(self, end: int, start: int | None = None) -> None:
+        self.end = end
+        self.start = start
         self.buffer = bytearray()
         self.discarded = 0
+        self.dropping = False  # inside the tail of an over-long frame
+
+    def _find_end(self, data: bytes, position: int) -> int:
+        """Where the terminator of the frame being held lies in ``data`` (from ``position``),
+        or -1."""
+        return data.find(self.end, position)
+
+    def _find_start(self, data: bytes, position: int) -> int:
+        """Where the next frame begins in ``data`` (from ``position``), or -1: a start byte
+        that is not the first byte of the frame being held."""
+        if self.start is None:
+            return -1
+        if not self.buffer and data[position] == self.start:
+            position += 1
+        return data.find(self.start, position)
+
+    def _emit(self, frames: list[bytes], tail: bytes) -> None:
+        frames.append(bytes(self.buffer) + tail)
+        self.buffer.clear()
 
     def feed(self, data: bytes) -> list[bytes]:
-        raise NotImplementedError
+        frames: list[bytes] = []
+        position, size = 0, len(data)
+        while position < size:
+            if self.dropping:
+                end = data.find(self.end, position)
+                start = -1 if self.start is None else data.find(self.start, position)
+                if start != -1 and (end == -1 or start < end):
+                    self.discarded += start - position
+                    position, self.dropping = start, False
+                elif end != -1:
+                    self.discarded += end + 1 - position
+                    position, self.dropping = end + 1, False
+                else:
+                    self.discarded += size - position
+                    position = size
+                continue
+            room = FRAME_MAX - len(self.buffer)
+            end = self._find_end(data, position)
+            start = self._find_start(data, position)
+            if end != -1 and (start == -1 or end < start):
+                cut = end + 1  # the frame ends with its terminator
+            elif start != -1:
+                cut = start  # the bytes before a start byte are a frame of their own
+            else:
+                cut = -1
+            if cut != -1 and cut - position <= room:
+                self._emit(frames, data[position:cut])
+                position = cut
+            elif cut != -1:  # over-long, and its end is in this feed
+                self._emit(frames, data[position : position + room])
+                self.discarded += cut - position - room
+                position = cut
+            elif size - position < room:
+                self.buffer += data[position:]
+                position = size
+            else:  # FRAME_MAX bytes without an end: over-long
+                self._emit(frames, data[position : position + room])
+                self.discarded += size - position - room
+                position, self.dropping = size, True
+        return frames
+
+    def flush(self) -> list[bytes]:
+        """The unfinished frame, when the stream ends (a closed connection): returned, not
+        dropped, so that it is kept as unreadable."""
+        held = [bytes(self.buffer)] if self.buffer else []
+        self.buffer.clear()
+        self.dropping = False
+        return held

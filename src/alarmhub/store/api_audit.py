@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, insert
 
+from alarmhub.core.alarm_types import cut_text
 from alarmhub.core.router import RoutePath
 from alarmhub.store import schema
 from alarmhub.store.commit import allocate_incidents
 
 TYPE = "API"
-HIST_TEXT_MAX = 80
 
 
 def record(conn: Connection, key_name: str, what: str, account: str, now_us: int) -> None:
@@ -22,7 +22,7 @@ def record(conn: Connection, key_name: str, what: str, account: str, now_us: int
         "account_number": account, "incident_number": allocate_incidents(conn, 1),
         "received_us": now_us, "code": "", "event_code": "", "area": "", "zone": "",
         "type": TYPE, "opr": None, "alarm_category": "S", "priority": "z",
-        "hist_text": f"API {key_name}: {what}"[:HIST_TEXT_MAX], "am_notify": "N",
+        "hist_text": cut_text(f"API {key_name}: {what}"), "am_notify": "N",
         "pr_checksum": RoutePath.API.value, "second_zone_is": "N", "color": "", "video": "N",
         "alarm_id": None, "source": "", "destination": "", "dnis": "", "panel": "", "note": None,
     }  # fmt: skip

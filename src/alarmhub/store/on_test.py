@@ -25,9 +25,15 @@ from sqlalchemy import Connection, insert, select, update
 
 from alarmhub.core import events, response
 from alarmhub.core import on_test as rules
-from alarmhub.core.alarm_types import SYSTEM_HANDLED, TEST_END_NOT_RESTORED, merged
+from alarmhub.core.alarm_types import (
+    ALARM_TEXT_MAX,
+    SYSTEM_HANDLED,
+    TEST_END_NOT_RESTORED,
+    cut_text,
+    merged,
+)
 from alarmhub.core.errors import ActionRefused
-from alarmhub.core.router import HIST_TEXT_MAX, RoutePath, Router
+from alarmhub.core.router import RoutePath, Router
 from alarmhub.store import events as outbox
 from alarmhub.store import handling, provisioning, queries, schema
 from alarmhub.store.commit import allocate_incidents
@@ -87,9 +93,9 @@ def _record(
             account_number=account, incident_number=allocate_incidents(conn, 1),
             received_us=now_us, code="", event_code="", area="", zone="", type=kind,
             opr=opr or None, alarm_category=SYSTEM_HANDLED, priority=SYSTEM_PRIORITY,
-            hist_text=text[:HIST_TEXT_MAX], am_notify="N", pr_checksum=path.value,
+            hist_text=cut_text(text), am_notify="N", pr_checksum=path.value,
             second_zone_is="N", color=SYSTEM_COLOR, video="N", alarm_id=None, source="",
-            destination="", dnis="", panel="", note=text if len(text) > HIST_TEXT_MAX else None,
+            destination="", dnis="", panel="", note=text if len(text) > ALARM_TEXT_MAX else None,
         )
     )  # fmt: skip
 

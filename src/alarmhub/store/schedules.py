@@ -22,10 +22,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import Connection, func, insert, select, update
 
 from alarmhub.core import schedules as rules
-from alarmhub.core.alarm_types import LATE_TO_CLOSE, LATE_TO_OPEN, SystemAlarm
+from alarmhub.core.alarm_types import LATE_TO_CLOSE, LATE_TO_OPEN, SystemAlarm, cut_text
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.operations import Action, audit_text
-from alarmhub.core.router import HIST_TEXT_MAX, Repository, RoutePath, Router
+from alarmhub.core.router import Repository, RoutePath, Router
 from alarmhub.store import schema
 from alarmhub.store.commit import allocate_incidents
 
@@ -229,7 +229,7 @@ def _raised_before(
             HISTORY.received_us >= at_us,
             HISTORY.type == kind.type,
             HISTORY.pr_checksum == RoutePath.SYSTEM.value,
-            HISTORY.hist_text == text[:HIST_TEXT_MAX],
+            HISTORY.hist_text == cut_text(text),
         )
         .limit(1)
     ).first()

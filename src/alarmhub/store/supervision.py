@@ -1,8 +1,10 @@
 """The supervision checks: FAIL TO TEST for accounts whose periodic test is overdue, SOURCE
 FAILURE for heartbeat pairs that stopped, COMMUNICATION FAILURE for DC-09 accounts that stopped
-reporting, and their restorals; the open/close schedules whose checks are due
-(:mod:`alarmhub.store.schedules`); then held alarms whose time is up go back to pending and
-pending alarms go to the operator working their account, else to idle operators.
+reporting, RECEIVER LINK FAILURE for receiver links that went silent
+(:func:`alarmhub.store.receivers.supervise`), and their restorals; the open/close schedules
+whose checks are due (:mod:`alarmhub.store.schedules`); then held alarms whose time is up go
+back to pending and pending alarms go to the operator working their account, else to idle
+operators.
 
 Each failure and each restoral is also an event of the outbox (``supervision.failed``,
 ``supervision.restored``), written with the alarms at the repository's flush.
@@ -27,7 +29,7 @@ from alarmhub.core.dc09 import line_name
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import Router, StoredSignal
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import dc09, handling, on_test, schedules, schema
+from alarmhub.store import dc09, handling, on_test, receivers, schedules, schema
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
@@ -55,14 +57,15 @@ class Supervision:
         self._station_zone = station_zone  # of schedules with no time zone of their own
 
     def supervise(self, conn: Connection, now_us: int, leader: bool = True) -> int:
-        """Raise FAIL TO TEST, SOURCE FAILURE and COMMUNICATION FAILURE (DC-09) alarms and their
-        restorals, return held alarms
+        """Raise FAIL TO TEST, SOURCE FAILURE, COMMUNICATION FAILURE (DC-09) and RECEIVER LINK
+        FAILURE alarms and their restorals, return held alarms
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         lock_incidents(conn)
         self.cache.refresh(conn)
         repo = SqlRepository(conn, self.cache, self._inserts)
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
+        changed += receivers.supervise(conn, repo, now_us)
         if leader:  # the open/close checks are the supervision leader's
             changed += schedules.check(conn, repo, now_us, self._station_zone)
         changed += on_test.return_due(conn, repo, now_us)  # tests whose time is up

@@ -1,0 +1,219 @@
+"""The Sur-Gard automation protocol (MLR2, System I-5) as decisions section 11 gives it: frames
+ending with DC4, read into :class:`~alarmhub.receivers.frames.Frame`, and built for the
+automation output. Pure: no I/O.
+
+A frame is the protocol digit, the receiver (2 digits), the line (``Options.line_digits``
+digits) and its content, then DC4:
+
+- ``1`` link test: ``1RRL`` spaces ``@`` spaces (``1011sssssssssss@ssss``);
+- ``5`` Contact ID: ``5RRLs18AAAAQXYZGGCCC``, or with a 10-digit account
+  ``5RRLs58AAAAAAAAAAQXYZGGCCC`` (the System manuals print this form's first character as
+  ``Q``; its protocol digit is the ``5`` of every Contact ID frame, and ``58`` in place of the
+  message type ``18`` is what marks the 10-digit account);
+- ``S`` SIA: ``SRRL[#AAAA|N...]``, read as the DC-09 receiver reads SIA-DCS;
+- ``0`` the receiver's own event: ``0RRL[#AAAA|N...]``;
+- anything else (basic 4x2, BFSK, ...) is unreadable.
+
+Over TCP a frame may come in a "B32" header ``00 00 LL LL``: the length in BCD, counting the
+header (the ACK ``00 00 00 05 06`` is 5 bytes). Its answers come in the same header:
+``00 00 00 05 06`` and, as the manuals give no other, ``00 00 00 05 15``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from alarmhub.dc09.events import sia_dcs
+from alarmhub.receivers.frames import (
+    ACK,
+    FRAME_MAX,
+    NAK,
+    Frame,
+    Kind,
+    Options,
+    Splitter,
+    contact_id_event,
+    printable,
+    unreadable,
+)
+
+DC4 = 0x14
+TERMINATOR = bytes([DC4])
+B32 = b"\x00\x00"  # a B32 header's first two bytes
+B32_SIZE = 4
+B32_ANSWER = b"\x00\x00\x00\x05"  # the header of an answer: 5 bytes in all
+LINK_TEST_SPACES = (11, 4)  # spaces before and after the "@" of the link test the receivers send
+ACCOUNT_FORMS = {"18": 4, "58": 10}  # message type -> digits of the account
+
+_RECEIVER = re.compile(r"[0-9]{2}")
+_LINK_TEST = re.compile(r" +@ *")
+_CONTACT_ID = re.compile(
+    r" (?P<type>18|58)(?P<account>[0-9A-F]+)(?P<q>.)(?P<code>...)(?P<area>..)(?P<zone>...)"
+)
+_BRACKETED = re.compile(r"\[(?P<content>[^\[\]]*)\]")
+_ACCOUNT = re.compile(r"#(?P<account>[0-9A-Za-z]{1,16})\|")
+_HEADER_BYTES = 4  # B32 bytes at a frame's start that are never its terminator
+
+
+class SurgardSplitter(Splitter):
+    """Frames end with DC4; the length of a B32 header (which may hold the byte 0x14, as BCD
+    "14") is never taken for a terminator."""
+
+    def __init__(self) -> None:
+        super().__init__(end=DC4)
+
+    def _find_end(self, data: bytes, position: int) -> int:
+        held = len(self.buffer)
+        if held < _HEADER_BYTES:
+            head = (bytes(self.buffer) + data[position : position + B32_SIZE])[: len(B32)]
+            if B32.startswith(head):  # a B32 header, or could still be one
+                position += B32_SIZE - held
+        return data.find(DC4, position)
+
+
+def splitter() -> Splitter:
+    """A splitter for one Sur-Gard link's stream."""
+    return SurgardSplitter()
+
+
+def _wrong_header(raw: bytes) -> str | None:
+    """Why the B32 header of ``raw`` is wrong, or None when its length is ``raw``'s."""
+    length = raw[len(B32) : B32_SIZE].hex()
+    if len(length) != 2 * (B32_SIZE - len(B32)) or not length.isdigit():
+        return f"B32 header length {length!r} is not BCD"
+    if int(length) != len(raw):
+        return f"B32 header length {int(length)} is not the frame's {len(raw)} bytes"
+    return None
+
+
+def read(raw: bytes, options: Options) -> Frame:
+    """The frame ``raw`` (with its terminator) as read; never raises: what cannot be read is
+    an unreadable frame with the reason."""
+    wrapped = raw.startswith(B32)
+    frame = _read(raw, options)
+    return replace(frame, wrapped=True) if wrapped else frame
+
+
+def _read(raw: bytes, options: Options) -> Frame:
+    if not raw.endswith(TERMINATOR):
+        if len(raw) >= FRAME_MAX:
+            return unreadable(raw, f"longer than {FRAME_MAX} bytes: cut")
+        return unreadable(raw, "no [DC4] at the end")
+    body = raw[:-1]
+    if raw.startswith(B32):
+        wrong = _wrong_header(raw)
+        if wrong is not None:
+            return unreadable(raw, wrong)
+        body = raw[B32_SIZE:-1]
+    text = printable(body)
+    if text is None:
+        return unreadable(raw, "a byte that is not printable ASCII")
+    width = 3 + options.line_digits
+    header, content = text[:width], text[width:]
+    receiver, line = header[1:3], header[3:]
+    if len(header) < width or not _RECEIVER.fullmatch(receiver) or not _digits(line):
+        return unreadable(
+            raw, f"header {header!r} is not a digit, receiver (2) and line ({width - 3})"
+        )
+    digit = header[0]
+    if digit == "1":
+        if _LINK_TEST.fullmatch(content) is None:
+            return unreadable(raw, "protocol 1 but not a link test", receiver, line)
+        return Frame(Kind.LINK_TEST, receiver, line)
+    if digit == "5":
+        return _contact_id(raw, content, receiver, line)
+    if digit == "S":
+        return _sia(raw, content, receiver, line)
+    if digit == "0":
+        return _receiver_event(raw, content, receiver, line)
+    return unreadable(raw, f"protocol {digit!r} is not read", receiver, line)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _contact_id(raw: bytes, content: str, receiver: str, line: str) -> Frame:
+    match = _CONTACT_ID.fullmatch(content)
+    if match is None or len(match["account"]) != ACCOUNT_FORMS[match["type"]]:
+        return unreadable(raw, "not a Contact ID frame (s18AAAAQXYZGGCCC)", receiver, line)
+    event = contact_id_event(match["q"], match["code"], match["area"], match["zone"])
+    if isinstance(event, str):
+        return unreadable(raw, event, receiver, line)
+    return Frame(Kind.EVENT, receiver, line, account=match["account"], events=(event,))
+
+
+def _sia(raw: bytes, content: str, receiver: str, line: str) -> Frame:
+    match = _BRACKETED.fullmatch(content)
+    if match is None:
+        return unreadable(raw, "SIA content is not one [...]", receiver, line)
+    parsed = sia_dcs(match["content"])
+    if isinstance(parsed, str):
+        return unreadable(raw, parsed, receiver, line)
+    if parsed.account is None:
+        return unreadable(raw, "SIA content names no account", receiver, line)
+    events = tuple((event.code, event.area, event.zone) for event in parsed.events)
+    return Frame(Kind.EVENT, receiver, line, parsed.account, events, unknown_codes=parsed.unknown)
+
+
+def _receiver_event(raw: bytes, content: str, receiver: str, line: str) -> Frame:
+    match = _BRACKETED.fullmatch(content)
+    if match is None:
+        return unreadable(raw, "receiver event content is not one [...]", receiver, line)
+    text = match["content"]
+    account = _ACCOUNT.match(text)
+    return Frame(
+        Kind.RECEIVER_EVENT,
+        receiver,
+        line,
+        account=account["account"] if account else "",
+        text=text,
+    )
+
+
+def answer(frame: Frame, ack: bool) -> bytes:
+    """ACK (0x06) or NAK (0x15), in a B32 header when the frame came in one."""
+    byte = ACK if ack else NAK
+    return B32_ANSWER + byte if frame.wrapped else byte
+
+
+def _header(receiver: int, line: int, line_digits: int) -> str:
+    if not 0 <= receiver <= 99:
+        raise ValueError(f"receiver {receiver} is not 0-99")
+    if not (line_digits >= 1 and 0 <= line < 10**line_digits):
+        raise ValueError(f"line {line} does not fit {line_digits} digits")
+    return f"{receiver:02d}{line:0{line_digits}d}"
+
+
+def contact_id_frame(
+    receiver: int,
+    line: int,
+    account: str,
+    code: str,
+    area: str,
+    zone: str,
+    line_digits: int = 1,
+) -> bytes:
+    """A Contact ID frame as a Sur-Gard receiver sends it: ``5RRLs18AAAAQXYZGGCCC[DC4]``; an
+    account of 5 to 10 characters in the 10-digit form (``s58``). Raises ValueError when a
+    field cannot be sent."""
+    header = _header(receiver, line, line_digits)
+    if not (0 < len(account) <= max(ACCOUNT_FORMS.values())) or not re.fullmatch(
+        "[0-9A-F]+", account
+    ):
+        raise ValueError(f"account {account!r} is not 1-10 digits (0-9, A-F)")
+    kind = "18" if len(account) <= ACCOUNT_FORMS["18"] else "58"
+    event = contact_id_event(code[:1], code[1:], area, zone)
+    if isinstance(event, str) or len(code) != 4:
+        raise ValueError(f"event {code} {area} {zone}: {event}")
+    padded = account.zfill(ACCOUNT_FORMS[kind])
+    return f"5{header} {kind}{padded}{code}{area}{zone}".encode("ascii") + TERMINATOR
+
+
+def link_test_frame(receiver: int, line: int, line_digits: int = 1) -> bytes:
+    """The link test (heartbeat) a Sur-Gard receiver sends: ``1RRL`` + 11 spaces + ``@`` + 4
+    spaces + DC4."""
+    before, after = LINK_TEST_SPACES
+    text = f"1{_header(receiver, line, line_digits)}{' ' * before}@{' ' * after}"
+    return text.encode("ascii") + TERMINATOR
