@@ -14,23 +14,12 @@ from typing import Protocol
 
 import serial
 
-ACK = 0x06
-NAK = 0x15
-DC4 = b"\x14"
+from alarmhub.receivers.frames import ACK as ACK_ANSWER
+from alarmhub.receivers.frames import NAK as NAK_ANSWER
+from alarmhub.receivers.surgard import link_test_frame
+
+ACK, NAK = ACK_ANSWER[0], NAK_ANSWER[0]  # the answers' bytes
 READ_CHUNK = 4096
-
-
-def contact_id_frame(
-    account: str, code: str, area: str, zone: str, receiver: int = 1, line: int = 1
-) -> bytes:
-    """A Sur-Gard Contact ID frame with an MLR2 header (1-digit line):
-    ``5RRLs18AAAAQXYZGGCCC[DC4]``; ``code`` is the qualifier and event (``E130``)."""
-    return f"5{receiver:02d}{line:01d} 18{account}{code}{area:0>2}{zone:0>3}".encode() + DC4
-
-
-def link_test_frame(receiver: int = 1, line: int = 1) -> bytes:
-    """A Sur-Gard link test (heartbeat) with an MLR2 header: ``1RRLsssssssssss@ssss[DC4]``."""
-    return f"1{receiver:02d}{line:01d}{' ' * 11}@{' ' * 4}".encode() + DC4
 
 
 class Channel(Protocol):

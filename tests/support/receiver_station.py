@@ -10,10 +10,10 @@ from pathlib import Path
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from alarmhub.receivers.surgard import contact_id_frame
 from alarmhub.store.engine import driver_url
 from tests.support.database import db_rows
 from tests.support.processes import Server, cli
-from tests.support.receiver_sim import contact_id_frame
 
 DNIS = "4321"
 MASK = "70####"
@@ -43,13 +43,13 @@ def add_link(data_dir: Path, name: str, *transport: str, env: dict[str, str] | N
 
 def contact_id(code: str, zone: str, area: str = "01") -> bytes:
     """A Contact ID frame of the station's panel on receiver 1, line 1."""
-    return contact_id_frame(PANEL, code, area, zone, RECEIVER, LINE)
+    return contact_id_frame(RECEIVER, LINE, PANEL, code, area, zone)
 
 
 def event(n: int, code: str = "E602", panel: str = PANEL) -> bytes:
     """Event ``n`` of ``panel``: its area and zone spell ``n`` (0-99,999), so that each frame of
     a stream is told from the others in history."""
-    return contact_id_frame(panel, code, f"{n // 1000:02d}", f"{n % 1000:03d}", RECEIVER, LINE)
+    return contact_id_frame(RECEIVER, LINE, panel, code, *identity(n))
 
 
 def identity(n: int) -> tuple[str, str]:
