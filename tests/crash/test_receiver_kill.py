@@ -5,6 +5,8 @@ moves to the survivor when its holder is killed, and no ACKed frame is lost."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,12 +35,16 @@ def lost(sim: ReceiverSim, url: str | None, data_dir: Path) -> list[tuple[str, s
 
 
 def kill(node: Server) -> None:
-    """SIGKILL the node; wait until its writer process has ended with it."""
+    """SIGKILL the node and every process of it (its writer process would otherwise commit
+    what it was handed before it ends with the node) at once; wait until they are gone."""
     assert node.process is not None
-    writer = wait_for_writer(node)
-    node.process.send_signal(signal.SIGKILL)
+    wait_for_writer(node)
+    pids = node.pids()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     node.process.wait(timeout=30)
-    wait_for(lambda: not alive(writer), "the writer process ends with its node")
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the node's processes end")
 
 
 def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path: Path) -> None:
