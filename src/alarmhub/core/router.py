@@ -14,9 +14,10 @@ nothing pends, a restoral still marks the alarm it restores, and the periodic te
 satisfied.
 
 Unknown accounts: a signal whose account is unknown raises an UNKNOWN ACCOUNT alarm, except that
-a DC-09 or receiver link signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN ACCOUNT alarm still
-open on its receiver line (its ``source``), as one more of its signals: a flood of unknown
-senders on one line is one alarm, each of its signals still an event of history.
+a DC-09 or receiver link signal (destination in ``JOINING_DESTINATIONS``) joins the UNKNOWN
+ACCOUNT alarm still open on its receiver line (its ``source``), as one more of its signals: a
+flood of unknown senders on one line is one alarm, each of its signals still an event of
+history.
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import sqlite
-from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.leadership import Leadership
+from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
 from alarmhub.webhook_process import WebhookProcess
 from alarmhub.webhooks import WebhookWorker

@@ -23,22 +23,30 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.receiver_links import (
+    CONNECT,
+    DEFAULT_BAUD,
+    DEFAULT_FRAMING,
+    FAILED,
+    IDLE,
+    LISTEN,
+    UP,
+    LinkSettings,
+    line_number,
+)
 from alarmhub.receivers.frames import Options
 from alarmhub.receivers.protocols import PROTOCOLS
 from alarmhub.receivers.session import Keeper, Link, Traffic, Writer
 from alarmhub.receivers.transports import Connect, Listen, Serial, Transport
 from alarmhub.store import receivers as store
 from alarmhub.store.link_leases import LinkLeases
-from alarmhub.store.receivers import LinkReport, LinkSettings
+from alarmhub.store.receivers import LinkReport
 
 log = logging.getLogger("alarmhub.receivers")
 POLL_SECONDS = 2.0
 REPORT_SECONDS = 2.0
 CHECK_SECONDS = 0.25
-DEFAULT_BAUD = 9600
-DEFAULT_FRAMING = "8N1"
-IDLE, UP, FAILED = "idle", "up", "failed"
-HELD_ALONE = ("listen",)  # transports every node runs; the others need the link's lease
+HELD_ALONE = (LISTEN,)  # transports every node runs; the others need the link's lease
 
 
 @dataclass
@@ -52,6 +60,7 @@ class _Running:
     since: float  # when supervision started (monotonic): a full timeout before it can fail
     elsewhere_at: float = 0.0  # a listen link's last frame on another node (monotonic)
     reported: tuple[Any, ...] | None = None
+    frames_reported: int = 0
 
     def key(self) -> tuple[Any, ...]:
         """What a report says that is worth writing again when it changes."""
@@ -168,9 +177,11 @@ class LinkSupervisor:
 
     def dnis_of(self, link: str, receiver: str, line: str) -> str | None:
         """The dnis a link's receiver and line map to (compared as numbers), or None."""
-        if not (receiver.isascii() and receiver.isdigit() and line.isascii() and line.isdigit()):
+        try:
+            numbers = line_number(receiver, "receiver"), line_number(line, "line")
+        except ValueError:
             return None
-        return self._lines.get((link, int(receiver), int(line)))
+        return self._lines.get((link, *numbers))
 
     def _start_link(self, settings: LinkSettings, stored: dict[str, Any]) -> None:
         name = settings.name
@@ -197,6 +208,7 @@ class LinkSupervisor:
         transport = _transport(link, settings)
         state = FAILED if stored.get("failed") else IDLE
         run = _Running(settings, link, transport, state, time.monotonic())
+        run.frames_reported = link.traffic.frames
         link.alive = functools.partial(self._alive, run)
         self.running[name] = run
         transport.start()
@@ -258,10 +270,12 @@ class LinkSupervisor:
 
     def _reporting(self, run: _Running) -> bool:
         """Whether this node reports ``run``: always, but for a listen link on a shared
-        database only the node that has its connection, or finds it failed."""
+        database only the node that has its connection or had frames since its last report,
+        or finds it failed."""
         if self._leases is None or run.settings.transport not in HELD_ALONE:
             return True
-        return bool(run.transport.sessions) or run.state == FAILED
+        frames = run.link.traffic.frames
+        return bool(run.transport.sessions) or run.state == FAILED or frames != run.frames_reported
 
     async def _report(self) -> None:
         """Write the state and counts of the links that changed since their last report."""
@@ -274,18 +288,21 @@ class LinkSupervisor:
             return
         reports = [run.report(self.node_id) for run, _ in changed]
         try:
-            await self._writer.run(functools.partial(store.report, reports=reports, now_us=now_us()))
+            await self._writer.run(
+                functools.partial(store.report, reports=reports, now_us=now_us())
+            )
         except Exception as exc:  # written at the next report
             log.warning("receiver link states not reported", extra={"error": repr(exc)})
             return
         for run, key in changed:
             run.reported = key
+            run.frames_reported = run.link.traffic.frames
 
 
 def _transport(link: Link, settings: LinkSettings) -> Transport:
-    if settings.transport == "listen":
+    if settings.transport == LISTEN:
         return Listen(link, settings.address)
-    if settings.transport == "connect":
+    if settings.transport == CONNECT:
         return Connect(link, settings.address)
     baud = settings.baud or DEFAULT_BAUD
     return Serial(link, settings.address, baud, settings.framing or DEFAULT_FRAMING)

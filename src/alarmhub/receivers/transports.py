@@ -11,7 +11,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-import serial
+import serial  # type: ignore[import-untyped]
 import serial_asyncio_fast
 
 from alarmhub.receivers.session import Link, Session
@@ -84,7 +84,7 @@ class Transport(ABC):
         for session in sessions:
             session.close()
 
-    async def _close(self) -> None:
+    async def _close(self) -> None:  # noqa: B027 (only a listen link has a server to close)
         """Stop taking connections (a listen link's server)."""
 
 
@@ -178,7 +178,7 @@ class Serial(_Reconnecting):
         self.framing = framing
 
     async def open(self) -> Session:
-        bits, parity, stop = self.framing
+        bits, parity, stop = self.framing[0], self.framing[1], self.framing[2]
         _, session = await serial_asyncio_fast.create_serial_connection(
             asyncio.get_running_loop(),
             lambda: self._session(self.device),
