@@ -207,10 +207,6 @@ class ReceiverSim:
         with self.lock:
             return [d for d in self.deliveries if d.link_test]
 
-    def drained(self) -> bool:
-        with self.lock:
-            return not self.queue
-
     def wait_drained(self, seconds: float) -> bool:
         """Whether every queued frame was ACKed (or skipped) within ``seconds``."""
         deadline = time.monotonic() + seconds
