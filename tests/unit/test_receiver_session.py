@@ -18,6 +18,7 @@ from alarmhub.core.receiver_links import DESTINATION, LinkSettings
 from alarmhub.core.signal import Signal
 from alarmhub.dc09.receiver import UNMAPPED_DNIS
 from alarmhub.receivers import links, surgard
+from alarmhub.receivers import session as session_module
 from alarmhub.receivers.frames import ACK, NAK, Options
 from alarmhub.receivers.session import IN_FLIGHT_MAX, Link, Session, Traffic
 from alarmhub.store.commit import Stored
@@ -227,5 +228,20 @@ def test_a_silent_link_fails_once_and_its_next_frame_restores_it() -> None:
         session.connection_made(FakeTransport())  # type: ignore[arg-type]
         session.data_received(LINK_TEST)
         assert run.state == links.UP and supervisor._urgent.is_set()
+
+    asyncio.run(scenario())
+
+
+def test_an_event_not_committed_in_time_is_naked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module, "STORE_SECONDS", 0.01)
+
+    async def scenario() -> None:
+        session, transport, writer, _ = _session()
+        session.data_received(EVENT)
+        await asyncio.sleep(0.05)
+        assert transport.written == NAK
+        writer.futures[0].set_result(Stored(1))  # committed after all: kept, answered once
+        await _turns()
+        assert transport.written == NAK
 
     asyncio.run(scenario())

@@ -1,16 +1,6 @@
-"""The Ademco 685 automation protocol (Honeywell MX8000, and receivers that emulate it) as
-decisions section 11 gives it: frames from LF to CR, read into
-:class:`~alarmhub.receivers.frames.Frame`. Pure: no I/O.
-
-- Contact ID ``[LF]RLsAAAAs18sQXYZsGGsFCCC[CR]``: receiver and line one digit each, F ``C``
-  (zone) or ``U`` (user), e.g. ``[LF]11s1234s18sE130s01sC015[CR]``;
-- link test ``[LF]RLsOKAYs@s[CR]``;
-- anything else is unreadable: the 4x1 low speed form ``[LF]RLsAAAAsE[CR]`` too, whose one
-  hexadecimal event digit means what each panel's programming makes it mean (no Contact ID
-  event can be read from it).
-
-Bytes before an LF (line noise, a frame cut short) are a frame of their own, unreadable.
-"""
+"""The Ademco 685 automation protocol (Honeywell MX8000, and receivers that emulate it) of
+decisions section 11: frames from LF to CR read into :class:`~alarmhub.receivers.frames.Frame`,
+and their answers. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -48,7 +38,17 @@ def splitter() -> Splitter:
 
 def read(raw: bytes, options: Options) -> Frame:
     """The frame ``raw`` (LF to CR) as read; never raises: what cannot be read is an unreadable
-    frame with the reason. ``options`` change nothing here."""
+    frame with the reason. ``options`` change nothing here.
+
+    - Contact ID ``[LF]RLsAAAAs18sQXYZsGGsFCCC[CR]``: receiver and line one digit each, F ``C``
+      (zone) or ``U`` (user), e.g. ``[LF]11s1234s18sE130s01sC015[CR]``;
+    - link test ``[LF]RLsOKAYs@s[CR]``;
+    - anything else is unreadable: the 4x1 low speed form ``[LF]RLsAAAAsE[CR]`` too, whose one
+      hexadecimal event digit means what each panel's programming makes it mean (no Contact ID
+      event can be read from it).
+
+    Bytes before an LF (line noise, a frame cut short) are a frame of their own, unreadable.
+    """
     if not raw.endswith(b"\r"):
         if len(raw) >= FRAME_MAX:
             return unreadable(raw, f"longer than {FRAME_MAX} bytes: cut")

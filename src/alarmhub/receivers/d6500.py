@@ -1,20 +1,5 @@
 """The Bosch D6600's "D6500 mode" automation output (the D6500's own format): frames ending
-with DC4, read into :class:`~alarmhub.receivers.frames.Frame`. Pure: no I/O.
-
-From the Conettix D6600/D6100 Computer Interface Manual (4998122703-01 and -05), section 3.1
-"D6500 Mode Messages", byte by byte (``h`` an optional header character, ``t`` the trailer,
-"typically HEX 14", ``s`` a space):
-
-- 3.1.4 Ademco Contact-ID, message type ``a``: ``h a r r l s a a a a 1 8 Q X Y Z G G C C C t``
-  (Q 1 new event or opening, 3 restore or closing, 6 previous event: read as E, R, P);
-- 3.1.15 Link Test, message type ``1``: ``h 1 r r 0`` + 11 spaces + ``@`` + 4 spaces + ``t``;
-- Table 2: the line or group is one character: 1-9, then lines 10-32 as ``A``-``W``, group 33
-  as ``X`` and groups of 34 and above as ``Y`` (read as line 34); line 0 is the receiver's own.
-
-The header character's value is the receiver's setting, so a frame of 22 bytes has one (any
-byte) and a frame of 21 bytes has none. The manual's other message types (Acron, 4-2, 4-8-1,
-BFSK, DNIS, ...) and the 10-digit Contact ID form are unreadable.
-"""
+with DC4 read into :class:`~alarmhub.receivers.frames.Frame`, and their answers. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -59,7 +44,22 @@ def splitter() -> Splitter:
 
 def read(raw: bytes, options: Options) -> Frame:
     """The frame ``raw`` (with its terminator) as read; never raises: what cannot be read is
-    an unreadable frame with the reason. ``options`` change nothing here."""
+    an unreadable frame with the reason. ``options`` change nothing here.
+
+    From the Conettix D6600/D6100 Computer Interface Manual (4998122703-01 and -05), section 3.1
+    "D6500 Mode Messages", byte by byte (``h`` an optional header character, ``t`` the trailer,
+    "typically HEX 14", ``s`` a space):
+
+    - 3.1.4 Ademco Contact-ID, message type ``a``: ``h a r r l s a a a a 1 8 Q X Y Z G G C C C t``
+      (Q 1 new event or opening, 3 restore or closing, 6 previous event: read as E, R, P);
+    - 3.1.15 Link Test, message type ``1``: ``h 1 r r 0`` + 11 spaces + ``@`` + 4 spaces + ``t``;
+    - Table 2: the line or group is one character: 1-9, then lines 10-32 as ``A``-``W``, group 33
+      as ``X`` and groups of 34 and above as ``Y`` (read as line 34); line 0 is the receiver's own.
+
+    The header character's value is the receiver's setting, so a frame of 22 bytes has one (any
+    byte) and a frame of 21 bytes has none. The manual's other message types (Acron, 4-2, 4-8-1,
+    BFSK, DNIS, ...) and the 10-digit Contact ID form are unreadable.
+    """
     if not raw.endswith(TERMINATOR):
         if len(raw) >= FRAME_MAX:
             return unreadable(raw, f"longer than {FRAME_MAX} bytes: cut")

@@ -38,6 +38,7 @@ IN_FLIGHT_MAX = 16  # answers one connection may have waiting before its reading
 LAST_FRAME_MAX = 255  # receiver_link.last_frame
 PANEL_MAX = 10
 MINUTE_SECONDS = 60
+STORE_SECONDS = 10.0  # a frame not stored within this is answered NAK (decisions section 14)
 _KEPT = {Kind.RECEIVER_EVENT: RECEIVER_EVENT.type, Kind.UNREADABLE: RECEIVER_DATA.type}
 
 
@@ -145,8 +146,17 @@ def signals(link: Link, frame: Frame, received_us: int) -> list[Signal]:
 def _all_stored(stored: Iterable[asyncio.Future[Stored]]) -> asyncio.Future[bool]:
     """True once every signal is committed; False as soon as one could not be stored."""
     waiting = list(stored)
-    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[bool] = loop.create_future()
     left = [len(waiting)]
+
+    def late() -> None:
+        if not outcome.done():
+            log.error("receiver event not stored in time", extra={"seconds": STORE_SECONDS})
+            outcome.set_result(False)  # if it commits later, the resent frame is stored again
+
+    timer = loop.call_later(STORE_SECONDS, late)
+    outcome.add_done_callback(lambda _: timer.cancel())
 
     def done(future: asyncio.Future[Stored]) -> None:
         if outcome.done():
@@ -186,6 +196,10 @@ class Session(asyncio.Protocol):
         self._stopped = False
         self._keeping: set[asyncio.Task[bool]] = set()
         self.closed = asyncio.get_running_loop().create_future()
+
+    @property
+    def connected(self) -> bool:
+        return self._transport is not None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
@@ -251,7 +265,7 @@ class Session(asyncio.Protocol):
             line=frame.line,
         )
         try:
-            await link.writer.run(work)
+            await asyncio.wait_for(link.writer.run(work), STORE_SECONDS)
         except Exception as exc:
             log.error("receiver frame not kept", extra={"link": link.name, "error": repr(exc)})
             return False

@@ -1,23 +1,6 @@
-"""The Sur-Gard automation protocol (MLR2, System I-5) as decisions section 11 gives it: frames
-ending with DC4, read into :class:`~alarmhub.receivers.frames.Frame`, and built for the
-automation output. Pure: no I/O.
-
-A frame is the protocol digit, the receiver (2 digits), the line (``Options.line_digits``
-digits) and its content, then DC4:
-
-- ``1`` link test: ``1RRL`` spaces ``@`` spaces (``1011sssssssssss@ssss``);
-- ``5`` Contact ID: ``5RRLs18AAAAQXYZGGCCC``, or with a 10-digit account
-  ``5RRLs58AAAAAAAAAAQXYZGGCCC`` (the System manuals print this form's first character as
-  ``Q``; its protocol digit is the ``5`` of every Contact ID frame, and ``58`` in place of the
-  message type ``18`` is what marks the 10-digit account);
-- ``S`` SIA: ``SRRL[#AAAA|N...]``, read as the DC-09 receiver reads SIA-DCS;
-- ``0`` the receiver's own event: ``0RRL[#AAAA|N...]``;
-- anything else (basic 4x2, BFSK, ...) is unreadable.
-
-Over TCP a frame may come in a "B32" header ``00 00 LL LL``: the length in BCD, counting the
-header (the ACK ``00 00 00 05 06`` is 5 bytes). Its answers come in the same header:
-``00 00 00 05 06`` and, as the manuals give no other, ``00 00 00 05 15``.
-"""
+"""The Sur-Gard automation protocol (MLR2, System I-5) of decisions section 11: frames ending
+with DC4 read into :class:`~alarmhub.receivers.frames.Frame`, their answers, and the frames the
+automation output sends. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -25,6 +8,7 @@ import re
 from dataclasses import replace
 
 from alarmhub.dc09.events import sia_dcs
+from alarmhub.dc09.receiver import PANEL_MAX
 from alarmhub.receivers.frames import (
     ACK,
     FRAME_MAX,
@@ -89,7 +73,26 @@ def _wrong_header(raw: bytes) -> str | None:
 
 def read(raw: bytes, options: Options) -> Frame:
     """The frame ``raw`` (with its terminator) as read; never raises: what cannot be read is
-    an unreadable frame with the reason."""
+    an unreadable frame with the reason.
+
+    A frame is the protocol digit, the receiver (2 digits), the line (``options.line_digits``
+    digits) and its content, then DC4:
+
+    - ``1`` link test: ``1RRL`` spaces ``@`` spaces (``1011sssssssssss@ssss``);
+    - ``5`` Contact ID: ``5RRLs18AAAAQXYZGGCCC``, or with a 10-digit account
+      ``5RRLs58AAAAAAAAAAQXYZGGCCC``. The System manuals print that form's first character as
+      ``Q``, but its protocol digit is the ``5`` of every Contact ID frame: what marks the
+      10-digit account is ``58`` in place of ``18`` (Contact ID's format number for a 10-digit
+      account, as the Bosch D6600 manual names it too);
+    - ``S`` SIA: ``SRRL[#AAAA|N...]``, read as the DC-09 receiver reads SIA-DCS;
+    - ``0`` the receiver's own event: ``0RRL[#AAAA|N...]``;
+    - anything else (basic 4x2, BFSK, ...) is unreadable.
+
+    Over TCP a frame may come in a "B32" header ``00 00 LL LL``: the size of the whole packet
+    in BCD, header included (SG Automation Output Protocol, 1.4 "B32 Headers": 27 bytes come
+    as ``00 00 00 31``; the ACK is ``00 00 00 05 06``). Every message both ways carries it
+    once enabled, so the NAK is ``00 00 00 05 15``.
+    """
     wrapped = raw.startswith(B32)
     frame = _read(raw, options)
     return replace(frame, wrapped=True) if wrapped else frame
@@ -153,6 +156,8 @@ def _sia(raw: bytes, content: str, receiver: str, line: str) -> Frame:
         return unreadable(raw, parsed, receiver, line)
     if parsed.account is None:
         return unreadable(raw, "SIA content names no account", receiver, line)
+    if len(parsed.account) > PANEL_MAX:
+        return unreadable(raw, f"SIA account is over {PANEL_MAX} characters", receiver, line)
     events = tuple((event.code, event.area, event.zone) for event in parsed.events)
     return Frame(Kind.EVENT, receiver, line, parsed.account, events, unknown_codes=parsed.unknown)
 

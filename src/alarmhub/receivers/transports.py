@@ -11,7 +11,6 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-import serial  # type: ignore[import-untyped]
 import serial_asyncio_fast
 
 from alarmhub.receivers.session import Link, Session
@@ -45,12 +44,15 @@ class Transport(ABC):
         self._task = asyncio.create_task(self._guarded(), name=f"receiver link {self.link.name}")
 
     async def _guarded(self) -> None:
-        try:
-            await self.run()
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a bug in one link must not stall the others: logged, link down
-            log.exception("receiver link stopped", extra={"link": self.link.name})
+        while True:
+            try:
+                await self.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one link's fault stalls no other: logged, the link run again
+                log.exception("receiver link failed to run", extra={"link": self.link.name})
+            self.sessions = [s for s in self.sessions if s.connected]
+            await asyncio.sleep(REOPEN_SECONDS)
 
     @abstractmethod
     async def run(self) -> None: ...
@@ -136,7 +138,8 @@ class _Reconnecting(Transport):
         while True:
             try:
                 session = await self.open()
-            except (OSError, TimeoutError, serial.SerialException, ValueError) as exc:
+            except Exception as exc:  # refused, unreachable, no such device, port settings
+                self.sessions = [s for s in self.sessions if s.connected]
                 self._failed("receiver link cannot connect", error=str(exc) or repr(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
