@@ -5,6 +5,7 @@ commit across links), and the memory of idle links. Prints a table (bench/README
 from __future__ import annotations
 
 import argparse
+import itertools
 import socket
 import statistics
 import subprocess
@@ -128,6 +129,8 @@ class Drained:
     commits: int  # the writer's group commits meanwhile
     commit_ms: float  # their mean time, fsync included
     batch: float  # their mean signals
+    generator: float  # the simulated receivers' CPU, in cores
+    turnaround_ms: float  # p99 of a receiver's time from an ACK to its next frame
 
 
 class Node:
@@ -176,12 +179,14 @@ def drain(node: Node, per_link: int, seconds: float) -> Drained:
     cpu, writer = node_cpu_seconds(pid), writer_cpu_seconds(pid)
     backlogs = [frames(index, per_link) for index in range(len(sims))]
     commits = commit_metrics(node.port)
+    own = time.process_time()
     start = time.perf_counter()
     for sim, backlog in zip(sims, backlogs, strict=True):
         sim.send(backlog)
     for sim in sims:
         sim.wait_drained(max(0.0, seconds - (time.perf_counter() - start)))
     elapsed = time.perf_counter() - start
+    own = time.process_time() - own
     cpu, writer = node_cpu_seconds(pid) - cpu, writer_cpu_seconds(pid) - writer
     after = commit_metrics(node.port)
     count = after["alarmhub_commit_seconds_count"] - commits["alarmhub_commit_seconds_count"]
@@ -190,6 +195,12 @@ def drain(node: Node, per_link: int, seconds: float) -> Drained:
     for sim in sims:
         sim.stop()
     deliveries = [d for sim in sims for d in sim.events()]
+    turnarounds = sorted(  # a receiver's own time from an ACK to its next frame
+        after.sends[0] - before.acked_at
+        for sim in sims
+        for before, after in itertools.pairwise(sim.events())
+        if before.acked_at is not None and after.sends
+    )
     acked = sum(1 for d in deliveries if d.acked)
     values = latencies(deliveries)
     return Drained(
@@ -207,6 +218,8 @@ def drain(node: Node, per_link: int, seconds: float) -> Drained:
         commits=int(count),
         commit_ms=spent / max(count, 1) * 1000,
         batch=batched / max(count, 1),
+        generator=own / elapsed,
+        turnaround_ms=percentile(turnarounds, 0.99) * 1000,
     )
 
 
@@ -253,7 +266,9 @@ def show(label: str, result: Drained) -> None:
         f"{result.seconds:5.1f} s, resent {result.resent}; p50 {result.p50_ms:.1f} ms, "
         f"p99 {result.p99_ms:.1f} ms, max {result.max_ms:.1f} ms; CPU {result.cpu_us:.0f} µs a "
         f"frame (writer {result.writer_us:.0f}); {result.commits:,} commits of "
-        f"{result.batch:.1f} frames, {result.commit_ms:.2f} ms each",
+        f"{result.batch:.1f} frames, {result.commit_ms:.2f} ms each; the receivers "
+        f"{result.generator:.0%} of a core, p99 {result.turnaround_ms:.2f} ms from an ACK to "
+        "their next frame",
         flush=True,
     )
 
@@ -266,8 +281,12 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=300.0, help="at most, for (c)")
     parser.add_argument("--idle-links", type=int, default=100)
+    parser.add_argument("--only-many", action="store_true", help="(c) alone, for profiling")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="alarmhub-bench-receivers-"))
+    if args.only_many:
+        show("(c)", run_links(root, "many", args.links, args.backlog, args.seconds))
+        return
     pairs = one_link_rounds(root, args.rounds, args.round_seconds)
     many = run_links(root, "many", args.links, args.backlog, args.seconds)
     show(f"(c) {args.links} links, backlogs of {args.backlog:,}", many)

@@ -54,10 +54,10 @@ class TcpClient:
 
     def recv(self, timeout: float) -> bytes:
         assert self.sock is not None
-        self.sock.settimeout(max(timeout, 0.0001))
+        self.sock.settimeout(timeout if timeout > 0 else 0.0)  # 0: what has come, no wait
         try:
             data = self.sock.recv(READ_CHUNK)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             return b""
         if not data:
             raise ConnectionResetError("alarmhub closed the connection")
@@ -119,7 +119,7 @@ class SerialPort:
 
     def recv(self, timeout: float) -> bytes:
         assert self.port is not None
-        self.port.timeout = max(timeout, 0.0001)
+        self.port.timeout = max(timeout, 0.0)  # 0: what has come, no wait
         first = self.port.read(1)
         return first + self.port.read(self.port.in_waiting) if first else b""
 
