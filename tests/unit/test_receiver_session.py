@@ -197,6 +197,23 @@ def test_reading_pauses_while_answers_wait_for_their_commits() -> None:
     asyncio.run(scenario())
 
 
+def test_a_read_of_many_frames_is_taken_in_flight_max_at_a_time() -> None:
+    async def scenario() -> None:
+        session, transport, writer, _ = _session()
+        session.data_received(EVENT * (IN_FLIGHT_MAX + 4))
+        assert len(writer.signals) == IN_FLIGHT_MAX and transport.paused
+        for future in writer.futures:
+            future.set_result(Stored(1))
+        await _turns()
+        assert len(writer.signals) == IN_FLIGHT_MAX + 4 and not transport.paused
+        for future in writer.futures[IN_FLIGHT_MAX:]:
+            future.set_result(Stored(2))
+        await _turns()
+        assert transport.written == ACK * (IN_FLIGHT_MAX + 4)
+
+    asyncio.run(scenario())
+
+
 def test_per_minute_counts_the_frames_of_the_last_minute_only() -> None:
     traffic = Traffic()
     traffic.seen(b"x", 1)

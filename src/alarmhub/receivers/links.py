@@ -1,13 +1,6 @@
-"""The receiver links a node runs, following what the station provisions: every POLL_SECONDS
-the links and line mappings are read (off the event loop); links are started, restarted when
-their settings change, and stopped when removed, within seconds and without a restart.
-
-A ``--listen`` link runs on every node. A ``--connect`` or ``--serial`` link runs on the one node
-holding its lease (:mod:`alarmhub.store.link_leases`, PostgreSQL; on SQLite the node holds all).
-Each link is supervised: no frame and no link test for its heartbeat timeout makes it ``failed``
-(store.receivers.report sets failed_us, supervision raises RECEIVER LINK FAILURE); its next
-frame makes it ``up`` (the restoral). Both are reported at once; counts every REPORT_SECONDS.
-"""
+"""The receiver links a node runs: started, restarted and stopped as the station provisions
+them (read every POLL_SECONDS, off the event loop), each supervised for its heartbeat timeout,
+and their states and counts reported through the writer."""
 
 from __future__ import annotations
 
@@ -34,9 +27,10 @@ from alarmhub.core.receiver_links import (
     LinkSettings,
     line_number,
 )
+from alarmhub.dc09.server import Writer
 from alarmhub.receivers.frames import Options
 from alarmhub.receivers.protocols import PROTOCOLS
-from alarmhub.receivers.session import Keeper, Link, Traffic, Writer
+from alarmhub.receivers.session import Keeper, Link, Traffic
 from alarmhub.receivers.transports import Connect, Listen, Serial, Transport
 from alarmhub.store import receivers as store
 from alarmhub.store.link_leases import LinkLeases
@@ -84,7 +78,14 @@ class _Running:
 
 
 class LinkSupervisor:
-    """Runs this node's receiver links: ``start()`` after the writer, ``stop()`` before it."""
+    """Runs this node's receiver links: ``start()`` after the writer, ``stop()`` before it.
+
+    A ``--listen`` link runs on every node; a ``--connect`` or ``--serial`` link on the one node
+    holding its lease (:mod:`alarmhub.store.link_leases` on PostgreSQL; on SQLite this node holds
+    all). No frame and no link test for a link's heartbeat timeout makes it ``failed``
+    (``store.receivers.report`` sets failed_us, supervision raises RECEIVER LINK FAILURE); its
+    next frame makes it ``up`` (the restoral). Both are reported at once, counts every
+    REPORT_SECONDS when they changed."""
 
     def __init__(
         self,
@@ -154,13 +155,15 @@ class LinkSupervisor:
         else:
             held = await asyncio.to_thread(self._leases.renew, single)
         wanted = {x.name: x for x in links if x.transport in HELD_ALONE or x.name in held}
+        changed: dict[str, _Running] = {}  # restarted with new settings: what it saw goes on
         for name, run in list(self.running.items()):
             if wanted.get(name) != run.settings:
-                why = "removed" if name not in wanted else "changed"
-                await self._stop_link(name, why)
+                await self._stop_link(name, "changed" if name in wanted else "removed")
+                if name in wanted:
+                    changed[name] = run
         for name, settings in wanted.items():
             if name not in self.running:
-                self._start_link(settings, states.get(name, {}))
+                self._start_link(settings, states.get(name, {}), changed.get(name))
             elif self._leases is not None and settings.transport in HELD_ALONE:
                 self._seen_elsewhere(self.running[name], states.get(name, {}))
 
@@ -183,12 +186,28 @@ class LinkSupervisor:
             return None
         return self._lines.get((link, *numbers))
 
-    def _start_link(self, settings: LinkSettings, stored: dict[str, Any]) -> None:
+    def _start_link(
+        self, settings: LinkSettings, stored: dict[str, Any], before: _Running | None
+    ) -> None:
+        """Run a link: after a change of its settings, with what it saw before; else with
+        the counts and the failure its last holder reported."""
         name = settings.name
         protocol = PROTOCOLS.get(settings.protocol)
         if protocol is None:
             log.error("receiver link protocol unknown", extra={"link": name})
             return
+        traffic = (
+            before.link.traffic
+            if before is not None
+            else Traffic(
+                frames=stored.get("frames", 0),
+                acks=stored.get("acks", 0),
+                naks=stored.get("naks", 0),
+                unreadable=stored.get("unreadable", 0),
+                last_seen_us=stored.get("last_seen_us"),
+                last_frame=stored.get("last_frame"),
+            )
+        )
         link = Link(
             name,
             protocol,
@@ -196,23 +215,20 @@ class LinkSupervisor:
             self._writer,
             self._keeper,
             functools.partial(self.dnis_of, name),
-            traffic=Traffic(
-                frames=stored.get("frames", 0),
-                acks=stored.get("acks", 0),
-                naks=stored.get("naks", 0),
-                unreadable=stored.get("unreadable", 0),
-                last_seen_us=stored.get("last_seen_us"),
-                last_frame=stored.get("last_frame"),
-            ),
+            traffic=traffic,
         )
         transport = _transport(link, settings)
-        state = FAILED if stored.get("failed") else IDLE
-        run = _Running(settings, link, transport, state, time.monotonic())
-        run.frames_reported = link.traffic.frames
+        run = _Running(settings, link, transport, IDLE, time.monotonic())
+        if before is not None:
+            run.state, run.reported = before.state, before.reported
+            run.frames_reported = before.frames_reported
+        else:
+            run.state = FAILED if stored.get("failed") else IDLE
+            run.frames_reported = traffic.frames
         link.alive = functools.partial(self._alive, run)
         self.running[name] = run
         transport.start()
-        metrics.RECEIVER_LINK_UP.labels(name).set(0)
+        metrics.RECEIVER_LINK_UP.labels(name).set(1 if run.state == UP else 0)
         log.info(
             "receiver link started",
             extra={"link": name, "transport": settings.transport, "address": settings.address},

@@ -1,12 +1,6 @@
-"""One connection of a receiver link, whatever carries it (a TCP socket or a serial port: any
-asyncio transport): bytes cut into frames by the protocol's bounded splitter, each frame read,
-stored and answered in the order the frames came, ACK only after the commit that holds it.
-
-An event frame becomes one signal per event through the writer (ACK once all are committed, NAK
-when any could not be stored); a receiver event or a frame that cannot be read is kept as
-received (RXEVT, RXDAT) and ACKed after that commit; a link test is ACKed at once. Reading
-pauses while IN_FLIGHT_MAX answers wait or while the peer does not read them.
-"""
+"""One connection of a receiver link over any asyncio transport (TCP socket, serial port):
+frames cut by the protocol's bounded splitter, read, stored and answered in the order they came,
+ACK only after the commit that holds them."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
 from sqlalchemy import Connection
 
@@ -28,26 +22,18 @@ from alarmhub.core.alarm_types import RECEIVER_DATA, RECEIVER_EVENT
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.dc09.receiver import UNMAPPED_DNIS
+from alarmhub.dc09.server import Writer
 from alarmhub.receivers.frames import Frame, Kind, Options, escaped, unreadable
 from alarmhub.receivers.protocols import ReceiverProtocol
 from alarmhub.store.commit import Stored
 
 log = logging.getLogger("alarmhub.receivers")
-T = TypeVar("T")
 IN_FLIGHT_MAX = 16  # answers one connection may have waiting before its reading pauses
 LAST_FRAME_MAX = 255  # receiver_link.last_frame
 PANEL_MAX = 10
 MINUTE_SECONDS = 60
 STORE_SECONDS = 10.0  # a frame not stored within this is answered NAK (decisions section 14)
 _KEPT = {Kind.RECEIVER_EVENT: RECEIVER_EVENT.type, Kind.UNREADABLE: RECEIVER_DATA.type}
-
-
-class Writer(Protocol):
-    """The node's writer: stores signals durably and runs other writes off the event loop."""
-
-    def enqueue(self, sig: Signal, /) -> asyncio.Future[Stored]: ...
-
-    async def run(self, work: Callable[[Connection], T], /) -> T: ...
 
 
 class Keeper(Protocol):
@@ -182,7 +168,14 @@ def _answered(ok: bool) -> asyncio.Future[bool]:
 
 
 class Session(asyncio.Protocol):
-    """One connection of ``link``: frames in, answers out in the order the frames came."""
+    """One connection of ``link``: frames in, answers out in the order the frames came.
+
+    An event frame becomes one signal per event through the writer (ACK once all are committed,
+    NAK when any could not be stored or not within STORE_SECONDS); a receiver event or a frame
+    that cannot be read is kept as received (RXEVT, RXDAT) and ACKed after that commit; a link
+    test is ACKed at once. At most IN_FLIGHT_MAX frames wait for their answers; reading pauses
+    while they do, while frames of the last read wait their turn, or while the peer does not
+    read its answers."""
 
     def __init__(self, link: Link, peer: str = "") -> None:
         self.link = link
@@ -194,6 +187,7 @@ class Session(asyncio.Protocol):
         self._writing_paused = False
         self._reading_paused = False
         self._stopped = False
+        self._backlog: deque[bytes] = deque()  # frames of the last read not taken yet
         self._keeping: set[asyncio.Task[bool]] = set()
         self.closed = asyncio.get_running_loop().create_future()
 
@@ -206,12 +200,13 @@ class Session(asyncio.Protocol):
         if not self.peer:
             peer = transport.get_extra_info("peername")
             self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer or "")
+        log.info("receiver connection opened", extra={"link": self.link.name, "peer": self.peer})
 
     def data_received(self, data: bytes) -> None:
         if self._transport is None or self._stopped:
             return
-        for raw in self._splitter.feed(data):
-            self._frame(raw)
+        self._backlog.extend(self._splitter.feed(data))
+        self._work()
         if self._splitter.discarded != self._discarded:
             log.warning(
                 "receiver frame too long: kept cut off",
@@ -219,6 +214,12 @@ class Session(asyncio.Protocol):
             )
             self._discarded = self._splitter.discarded
         self._pace()
+
+    def _work(self) -> None:
+        """Take the frames read, up to IN_FLIGHT_MAX waiting for their answers; the rest of a
+        read wait in the backlog (reading is paused meanwhile)."""
+        while self._backlog and len(self.pending) < IN_FLIGHT_MAX:
+            self._frame(self._backlog.popleft())
 
     def _frame(self, raw: bytes) -> None:
         link = self.link
@@ -292,6 +293,8 @@ class Session(asyncio.Protocol):
             metrics.RECEIVER_FRAMES.labels(link.name, label).inc()
             if self._transport is not None and not self._transport.is_closing():
                 self._transport.write(link.protocol.answer(frame, bool(ok)))
+        if self._backlog and not self._stopped:
+            self._work()
         if self._reading_paused:
             self._pace()
 
@@ -308,7 +311,8 @@ class Session(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        stop = self._stopped or self._writing_paused or len(self.pending) >= IN_FLIGHT_MAX
+        waiting = len(self.pending) >= IN_FLIGHT_MAX or bool(self._backlog)
+        stop = self._stopped or self._writing_paused or waiting
         if stop != self._reading_paused:
             self._reading_paused = stop
             if stop:
@@ -333,5 +337,7 @@ class Session(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        extra = {"link": self.link.name, "peer": self.peer, "error": repr(exc) if exc else ""}
+        log.info("receiver connection closed", extra=extra)
         if not self.closed.done():
             self.closed.set_result(None)

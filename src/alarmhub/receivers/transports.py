@@ -1,7 +1,6 @@
-"""The ways a receiver link's bytes come in, each a task that keeps its link connected: TCP
-listen (the receiver or its terminal server connects), TCP connect (alarmhub connects, and again
-after a drop within RETRY_MAX_SECONDS) and serial (the port opened again when it fails or
-vanishes). Each connection is a :class:`~alarmhub.receivers.session.Session`."""
+"""The ways a receiver link's bytes come in, each a task keeping its link connected: TCP listen,
+TCP connect (again within seconds of a drop) and serial (opened again when it fails or
+vanishes); each connection a :class:`~alarmhub.receivers.session.Session`."""
 
 from __future__ import annotations
 
@@ -146,9 +145,7 @@ class _Reconnecting(Transport):
                 continue
             delay = RETRY_MIN_SECONDS
             self.problem = ""
-            log.info("receiver link connected", extra={"link": self.link.name})
-            await session.closed
-            log.warning("receiver link disconnected", extra={"link": self.link.name})
+            await session.closed  # logged by the session
             await asyncio.sleep(RETRY_MIN_SECONDS)
 
     @abstractmethod

@@ -1,7 +1,6 @@
-"""Which node holds each receiver link that only one node may run (``--connect``, ``--serial``):
-on PostgreSQL, a session-level advisory lock per link on one connection the node keeps, as
-:mod:`alarmhub.store.leadership` does for supervision. When the holder dies its connection
-closes, the server frees its locks, and another node takes them at its next try."""
+"""Which node holds each receiver link only one node may run (``--connect``, ``--serial``): on
+PostgreSQL a session-level advisory lock per link, on one connection the node keeps, as
+:mod:`alarmhub.store.leadership` does for supervision."""
 
 from __future__ import annotations
 
@@ -22,7 +21,9 @@ def lock_key(link: str) -> int:
 
 
 class LinkLeases:
-    """The links this node holds; :meth:`renew` takes free ones and lets go of unwanted ones."""
+    """The links this node holds; :meth:`renew` takes free ones and lets go of unwanted ones.
+    When the holder dies its connection closes, the server frees its locks, and another node
+    takes them at its next try."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
