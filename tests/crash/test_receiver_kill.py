@@ -1,0 +1,109 @@
+"""Receiver links' durability proven by killing nodes: a simulated Sur-Gard receiver streams
+frames stop-and-wait while the node is SIGKILLed; every frame it saw ACKed is in history after
+the restart (it resends the one in flight). With two nodes on PostgreSQL, a ``--connect`` link
+moves to the survivor when its holder is killed, and no ACKed frame is lost."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import receiver_station as station
+from tests.support.crashing import alive, wait_for_writer
+from tests.support.database import drop_database, new_database
+from tests.support.processes import Server, free_port, wait_for
+from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient, TcpServer
+
+pytestmark = pytest.mark.long
+
+FRAMES = 3_000  # more than are ACKed before the kill and soon after the restart
+KILL_AFTER = 150  # ACKs before the kill
+AFTER_RESTART = 50  # ACKs after it, then the simulator stops
+NO_RUNAWAY = {"ALARMHUB_RUNAWAY_LIMIT": "1000000"}  # one panel sends them all
+
+
+def lost(sim: ReceiverSim, url: str | None, data_dir: Path) -> list[tuple[str, str]]:
+    """The frames ``sim`` saw ACKed that are not (yet) in history."""
+    acked = [station.identity(n) for n, d in enumerate(sim.events()) if d.acked]
+    stored = station.history(data_dir, url=url)
+    return [x for x in acked if stored[x] == 0]
+
+
+def kill(node: Server) -> None:
+    """SIGKILL the node and every process of it (its writer process would otherwise commit
+    what it was handed before it ends with the node) at once; wait until they are gone."""
+    assert node.process is not None
+    wait_for_writer(node)
+    pids = node.pids()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    node.process.wait(timeout=30)
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the node's processes end")
+
+
+def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path: Path) -> None:
+    station.provision(tmp_path)
+    port = free_port()
+    station.add_link(tmp_path, "mlr2", "--listen", f"127.0.0.1:{port}")
+    server = Server(tmp_path, env=NO_RUNAWAY).start()
+    sim = ReceiverSim(TcpClient("127.0.0.1", port), Settings(link_test_every=0))
+    try:
+        sim.start().send(station.event(n) for n in range(FRAMES))
+        wait_for(lambda: len(sim.acked()) >= KILL_AFTER, "ACKs before the kill", seconds=60)
+        kill(server)
+        at_kill = len(sim.acked())
+        server = Server(tmp_path, env=NO_RUNAWAY).start()  # a restart on the same data
+        wait_for(lambda: len(sim.acked()) >= at_kill + AFTER_RESTART, "ACKs after the restart", 60)
+        sim.stop()
+        assert sim.connections >= 2, "the receiver reconnected to the restarted node"
+        wait_for(lambda: not lost(sim, None, tmp_path), "every ACKed frame in history", 30)
+    finally:
+        sim.stop()
+        server.kill()
+
+
+@pytest.fixture
+def shared_database() -> Iterator[str]:
+    """A migrated database on the PostgreSQL test server for several nodes; dropped after."""
+    url = new_database(migrated=True)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.mark.backends("postgresql")  # two nodes need PostgreSQL
+def test_a_connect_link_moves_to_the_other_node_when_its_holder_is_killed(
+    backend: str, tmp_path: Path, shared_database: str
+) -> None:
+    env = {"ALARMHUB_DATABASE_URL": shared_database, **NO_RUNAWAY}
+    station.provision(tmp_path, env)
+    receiver = TcpServer()
+    station.add_link(tmp_path, "system5", "--connect", f"127.0.0.1:{receiver.port}", env=env)
+    nodes = [Server(tmp_path, env=env).start() for _ in range(2)]
+    sim = ReceiverSim(receiver, Settings(link_test_every=0))
+    try:
+        sim.start().send(station.event(n) for n in range(FRAMES))
+        wait_for(lambda: len(sim.acked()) >= KILL_AFTER, "ACKs before the kill", seconds=60)
+        held = wait_for(lambda: station.holder(nodes, receiver.port), "the link's holder")
+        kill(held)
+        at_kill = len(sim.acked())
+        survivor = wait_for(
+            lambda: station.holder(nodes, receiver.port), "the survivor connects", seconds=30
+        )
+        assert survivor is not held
+        wait_for(lambda: len(sim.acked()) >= at_kill + AFTER_RESTART, "ACKs from the survivor", 60)
+        sim.stop()
+        assert receiver.accepted >= 2
+        wait_for(lambda: not lost(sim, shared_database, tmp_path), "every ACKed frame stored", 30)
+    finally:
+        sim.stop()
+        receiver.shut()
+        for node in nodes:
+            node.kill()
