@@ -182,6 +182,20 @@ def test_receiver_events_and_unreadable_frames_are_kept_then_acked() -> None:
     asyncio.run(scenario())
 
 
+def test_a_frame_cut_by_the_closing_connection_is_kept_unanswered() -> None:
+    async def scenario() -> None:
+        session, transport, _, keeper = _session()
+        session.data_received(LINK_TEST + b"5011 181234E13")
+        await _turns()
+        session.connection_lost(None)
+        await _turns(6)
+        assert transport.written == ACK
+        assert keeper.kept == [("SG1", RECEIVER_DATA.type, "5011 181234E13")]
+        assert session.link.traffic.unreadable == 1
+
+    asyncio.run(scenario())
+
+
 def test_reading_pauses_while_answers_wait_for_their_commits() -> None:
     async def scenario() -> None:
         session, transport, writer, _ = _session()

@@ -339,5 +339,11 @@ class Session(asyncio.Protocol):
         self._transport = None
         extra = {"link": self.link.name, "peer": self.peer, "error": repr(exc) if exc else ""}
         log.info("receiver connection closed", extra=extra)
+        for raw in self._splitter.flush():  # a frame the connection cut: kept, not dropped
+            frame = unreadable(raw, "the connection closed in the middle of the frame")
+            self.link.traffic.unreadable += 1
+            task = asyncio.create_task(self._keep(frame, now_us()))
+            self._keeping.add(task)
+            task.add_done_callback(self._keeping.discard)
         if not self.closed.done():
             self.closed.set_result(None)
