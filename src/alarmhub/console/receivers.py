@@ -1,0 +1,73 @@
+"""The console's Receivers panel: every receiver link, its state and counts as the node holding
+it last reported them (``store.receivers.link_states``), failed links first.
+
+- ``GET /console/api/receivers``: ``{"links": [{"name", "protocol", "transport", "address",
+  "baud", "framing", "state", "held_by", "last_seen_us", "last_frame", "per_minute", "frames",
+  "acks", "naks", "unreadable", "lines"}], "failed": N, "server_us"}``. ``state`` is ``up``,
+  ``failed`` or ``idle``; ``last_frame`` is the frame's text with its control bytes escaped.
+  Any signed-in operator may read it (the header's badge counts the failed links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+
+from alarmhub.clock import now_us
+from alarmhub.console.plumbing import Plumbing
+from alarmhub.console.supervising import Api
+from alarmhub.core.receiver_links import FAILED
+from alarmhub.store import receivers
+
+if TYPE_CHECKING:
+    from alarmhub.console.routes import Session
+
+LINK_FIELDS = (
+    "name",
+    "protocol",
+    "transport",
+    "address",
+    "baud",
+    "framing",
+    "state",
+    "held_by",
+    "last_seen_us",
+    "last_frame",
+    "per_minute",
+    "frames",
+    "acks",
+    "naks",
+    "unreadable",
+    "lines",
+)
+"""The fields of one link in the panel (one place for the names the page reads)."""
+
+
+def links(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The links as the panel shows them: a link whose failure is raised (or whose holder
+    reports it failed) is ``failed``; failed links first, then by name."""
+    shown = []
+    for row in rows:
+        link = {name: row.get(name) for name in LINK_FIELDS}
+        if row.get("failed"):
+            link["state"] = FAILED
+        shown.append(link)
+    return sorted(shown, key=lambda link: (link["state"] != FAILED, str(link["name"])))
+
+
+class ReceiversPanel:
+    """The Receivers panel's endpoint, under ``/console/api``."""
+
+    def __init__(self, console: Plumbing) -> None:
+        self.console = console
+
+    def routes(self, api: Api, prefix: str) -> list[BaseRoute]:
+        return [Route(f"{prefix}/receivers", api(self.receivers, False), methods=["GET"])]
+
+    async def receivers(self, request: Request, session: Session) -> dict[str, Any]:
+        shown = links(await self.console.read(receivers.link_states))
+        failed = sum(1 for link in shown if link["state"] == FAILED)
+        return {"links": shown, "failed": failed, "server_us": now_us()}

@@ -1,0 +1,125 @@
+// alarmhub operator console, the Receivers panel: every receiver link with its state (failed
+// links first, in red), last frame and when, frames per minute, totals and the node holding it
+// (GET /console/api/receivers); and for everyone a badge in the header while a link has
+// failed, which opens the panel. Read again every few seconds and after each change of the
+// queues (a RECEIVER LINK FAILURE raised or restored is one).
+// Builds on console.js (window.alarmhub); every text goes in with textContent.
+"use strict";
+
+(() => {
+  const hub = window.alarmhub;
+  const { el, $ } = hub;
+  const SHOWN_EVERY_MS = 5000;   // while the panel is on screen
+  const HIDDEN_EVERY_MS = 15000; // for the badge
+  const AFTER_SNAPSHOT_MS = 1000; // at most this often after changes of the queues
+  const BADGE_NAMES = 3;
+
+  let visible = false;
+  let loading = false;
+  let again = false; // a reason to read again came while reading
+  let timer = null;
+  let lastLoad = 0;
+
+  function showError(message) {
+    const node = $("#receivers-error");
+    node.textContent = message;
+    node.hidden = !message;
+  }
+
+  function ago(us) {
+    if (!us) return "never";
+    const seconds = Math.max(0, Math.round((Date.now() + hub.state.offsetMs - us / 1000) / 1000));
+    if (seconds < 120) return `${seconds} s ago`;
+    if (seconds < 7200) return `${Math.floor(seconds / 60)} min ago`;
+    if (seconds < 172800) return `${Math.floor(seconds / 3600)} h ago`;
+    return `${Math.floor(seconds / 86400)} days ago`;
+  }
+
+  const num = (value) => el("td", { class: "num" }, Number(value || 0).toLocaleString());
+
+  function where(link) {
+    if (link.transport !== "serial") return link.address;
+    return [link.address, link.baud, link.framing].filter(Boolean).join(" ");
+  }
+
+  function row(link) {
+    const seen = el("td", { class: "seen" },
+      el("span", { class: "when" }, hub.when(link.last_seen_us) || "-"),
+      el("span", { class: "ago" }, ago(link.last_seen_us)));
+    const tr = el("tr", { "data-link": link.name, class: `link ${link.state}` },
+      el("td", {}, el("span", { class: `link-state ${link.state}` }, link.state.toUpperCase())),
+      el("td", { class: "name" }, link.name),
+      el("td", {}, link.protocol),
+      el("td", {}, link.transport),
+      el("td", { class: "address" }, where(link)),
+      el("td", { class: "frame" }, link.last_frame || "-"),
+      seen,
+      num(link.per_minute), num(link.frames), num(link.acks), num(link.naks), num(link.unreadable),
+      num(link.lines),
+      el("td", { class: "holder" }, link.held_by || "-"));
+    return tr;
+  }
+
+  function badge(data) {
+    const node = $("#receivers-badge");
+    const failed = data.links.filter((link) => link.state === "failed").map((link) => link.name);
+    node.hidden = failed.length === 0;
+    if (failed.length === 1) node.textContent = `RECEIVER LINK FAILED: ${failed[0]}`;
+    else {
+      const named = failed.slice(0, BADGE_NAMES).join(" ");
+      const more = failed.length > BADGE_NAMES ? " ..." : "";
+      node.textContent = `${failed.length} RECEIVER LINKS FAILED: ${named}${more}`;
+    }
+  }
+
+  function draw(data) {
+    badge(data);
+    hub.replaceKeepingFocus($("#receivers tbody"), ...data.links.map(row));
+    $("#receivers-count").textContent = data.links.length;
+    const up = data.links.filter((link) => link.state === "up").length;
+    $("#receivers-summary").textContent = data.links.length
+      ? `${up} up, ${data.failed} failed, ${data.links.length - up - data.failed} idle` : "";
+    $("#receivers-empty").hidden = data.links.length > 0;
+  }
+
+  async function load() {
+    if (loading) { again = true; return; }
+    loading = true;
+    lastLoad = Date.now();
+    try {
+      draw(await hub.api("GET", "/receivers"));
+      showError("");
+    } catch (err) {
+      if (visible) showError(err.message);
+    } finally {
+      loading = false;
+      if (again) { again = false; load(); } else schedule();
+    }
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    timer = setTimeout(load, visible ? SHOWN_EVERY_MS : HIDDEN_EVERY_MS);
+  }
+
+  function wire() {
+    $("#receivers-badge").addEventListener("click", () => hub.showView("receivers"));
+    hub.hooks.viewShown.push((name) => {
+      visible = name === "receivers";
+      if (visible) load();
+    });
+    let lastRevision = -1;
+    hub.hooks.snapshot.push((snap) => {
+      const changed = snap.revision !== lastRevision;
+      lastRevision = snap.revision;
+      if (!changed) return;
+      if (loading) { again = true; return; }
+      const wait = lastLoad + AFTER_SNAPSHOT_MS - Date.now();
+      if (wait <= 0) load();
+      else { clearTimeout(timer); timer = setTimeout(load, wait); }
+    });
+    load();
+  }
+
+  wire();
+})();
