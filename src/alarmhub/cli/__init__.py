@@ -40,6 +40,7 @@ COMMANDS = {
     "heartbeat": "integrator:heartbeat",
     "query": "integrator:query",
     "dc09": "dc09:dc09_group",
+    "receiver": "receivers:receiver_group",
     "storm": "storm:storm_group",
     "test": "on_test:test_group",
     "report": "reports:report_group",

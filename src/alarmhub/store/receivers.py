@@ -5,6 +5,7 @@ unreadable frames kept as received and raised to pending, and RECEIVER LINK FAIL
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,8 @@ SETTINGS = ("name", "protocol", "transport", "address", "baud", "framing", "line
 _FRAME_MAX = int(schema.receiver_frame.c.frame.type.length)  # type: ignore[attr-defined]
 _LAST_FRAME_MAX = int(LINK.last_frame.type.length)  # type: ignore[attr-defined]
 _HELD_BY_MAX = int(LINK.held_by.type.length)  # type: ignore[attr-defined]
+_NUMBER = re.compile(r"[0-9]{1,9}")
+_WHERE_MAX = int(schema.alarm.c.destination.type.length)  # type: ignore[attr-defined]
 
 log = logging.getLogger("alarmhub.receivers")
 
@@ -252,8 +255,7 @@ class FrameKeeper:
         lock_incidents(conn)
         self.cache.refresh(conn)
         repo = SqlRepository(conn, self.cache, self._inserts)
-        where = line_name(receiver, line) if receiver or line else ""
-        origin = StoredSignal(0, link, where, "", "", "", "", "", received_us)
+        origin = StoredSignal(0, link, _where(receiver, line), "", "", "", "", "", received_us)
         alarm_id = Router.raise_alarm(
             repo, alarm_kind, "", alarm_text(link, text), received_us, origin
         )
@@ -266,6 +268,15 @@ class FrameKeeper:
         raised = repo.flush()
         handling.hand_out(conn, received_us, arriving=raised)
         return alarm_id
+
+
+def _where(receiver: str, line: str) -> str:
+    """The receiver line a frame came from as operators read it (``R1L2``: numbers without
+    their leading zeros), "" when its header gave none."""
+    if not receiver and not line:
+        return ""
+    numbers = [str(int(n)) if _NUMBER.fullmatch(n) else n for n in (receiver, line)]
+    return line_name(*numbers)[:_WHERE_MAX]
 
 
 # supervision ---------------------------------------------------------------------------------
