@@ -1,7 +1,8 @@
 """The console's Receivers panel over the store, on SQLite and PostgreSQL: its endpoint
 (``ReceiversPanel.receivers``, as ``GET /console/api/receivers`` calls it) lists every link
 with its settings and what its holding node reported (``store.receivers.report``), failed links
-first, then by name, with how many are failed; a link reported up again is no longer failed.
+first, then by name, with how many are failed (and the TYPE of their alarm, which the page
+watches for in the queues); a link reported up again is no longer failed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.console.receivers import LINK_FIELDS, ReceiversPanel
+from alarmhub.core.alarm_types import RECEIVER_LINK_FAILURE
 from alarmhub.store import receivers
 from alarmhub.store.receivers import LinkReport, LinkSettings
 
@@ -68,7 +70,7 @@ def test_the_panel_lists_links_failed_first(engine: Engine) -> None:
     )
 
     body = panel(engine)
-    assert body["failed"] == 1
+    assert (body["failed"], body["alarm_type"]) == (1, RECEIVER_LINK_FAILURE.type)
     assert [(x["name"], x["state"]) for x in body["links"]] == [
         ("MX-B", "failed"),  # failed first, then by name
         ("D65-NORTH", "idle"),

@@ -3,9 +3,11 @@ it last reported them (``store.receivers.link_states``), failed links first.
 
 - ``GET /console/api/receivers``: ``{"links": [{"name", "protocol", "transport", "address",
   "baud", "framing", "state", "held_by", "last_seen_us", "last_frame", "per_minute", "frames",
-  "acks", "naks", "unreadable", "lines"}], "failed": N, "server_us"}``. ``state`` is ``up``,
-  ``failed`` or ``idle``; ``last_frame`` is the frame's text with its control bytes escaped.
-  Any signed-in operator may read it (the header's badge counts the failed links).
+  "acks", "naks", "unreadable", "lines"}], "failed": N, "alarm_type": "RXFL", "server_us"}``.
+  ``state`` is ``up``, ``failed`` or ``idle``; ``last_frame`` is the frame's text with its
+  control bytes escaped; ``alarm_type`` is RECEIVER LINK FAILURE's TYPE (the page reads the
+  panel again when such alarms change in the queues). Any signed-in operator may read it (the
+  header's badge names the failed links).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from alarmhub.clock import now_us
 from alarmhub.console.plumbing import Plumbing
 from alarmhub.console.supervising import Api
+from alarmhub.core.alarm_types import RECEIVER_LINK_FAILURE
 from alarmhub.core.receiver_links import FAILED
 from alarmhub.store import receivers
 
@@ -70,4 +73,5 @@ class ReceiversPanel:
     async def receivers(self, request: Request, session: Session) -> dict[str, Any]:
         shown = links(await self.console.read(receivers.link_states))
         failed = sum(1 for link in shown if link["state"] == FAILED)
-        return {"links": shown, "failed": failed, "server_us": now_us()}
+        alarm_type = RECEIVER_LINK_FAILURE.type
+        return {"links": shown, "failed": failed, "alarm_type": alarm_type, "server_us": now_us()}

@@ -1,8 +1,8 @@
 // alarmhub operator console, the Receivers panel: every receiver link with its state (failed
 // links first, in red), last frame and when, frames per minute, totals and the node holding it
 // (GET /console/api/receivers); and for everyone a badge in the header while a link has
-// failed, which opens the panel. Read again every few seconds and after each change of the
-// queues (a RECEIVER LINK FAILURE raised or restored is one).
+// failed, which opens the panel. Read again every few seconds, and at once when the queues'
+// RECEIVER LINK FAILURE alarms change (a link failed or restored).
 // Builds on console.js (window.alarmhub); every text goes in with textContent.
 "use strict";
 
@@ -19,6 +19,7 @@
   let again = false; // a reason to read again came while reading
   let timer = null;
   let lastLoad = 0;
+  let alarmType = null; // RECEIVER LINK FAILURE's TYPE, as the server names it
 
   function showError(message) {
     const node = $("#receivers-error");
@@ -60,6 +61,18 @@
     return tr;
   }
 
+  // the RECEIVER LINK FAILURE alarms in the queues of a snapshot, and whether each is restored:
+  // a link failed or restored changes them (other changes of the queues need no new read)
+  function failureAlarms(snap) {
+    if (!alarmType) return "";
+    const type = snap.fields.indexOf("type");
+    const id = snap.fields.indexOf("alarm_id");
+    const restored = snap.fields.indexOf("restore_us");
+    return [snap.pending, snap.in_process, snap.on_hold].flat()
+      .filter((row) => row[type] === alarmType)
+      .map((row) => `${row[id]}${row[restored] ? "r" : ""}`).join(" ");
+  }
+
   function badge(data) {
     const node = $("#receivers-badge");
     const failed = data.links.filter((link) => link.state === "failed").map((link) => link.name);
@@ -87,7 +100,9 @@
     loading = true;
     lastLoad = Date.now();
     try {
-      draw(await hub.api("GET", "/receivers"));
+      const data = await hub.api("GET", "/receivers");
+      alarmType = data.alarm_type;
+      draw(data);
       showError("");
     } catch (err) {
       if (visible) showError(err.message);
@@ -108,11 +123,11 @@
       visible = name === "receivers";
       if (visible) load();
     });
-    let lastRevision = -1;
+    let lastKey = "";
     hub.hooks.snapshot.push((snap) => {
-      const changed = snap.revision !== lastRevision;
-      lastRevision = snap.revision;
-      if (!changed) return;
+      const key = failureAlarms(snap);
+      if (key === lastKey) return;
+      lastKey = key;
       if (loading) { again = true; return; }
       const wait = lastLoad + AFTER_SNAPSHOT_MS - Date.now();
       if (wait <= 0) load();
