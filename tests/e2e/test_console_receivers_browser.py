@@ -1,10 +1,10 @@
 """The Receivers panel in a real browser (Debian's Chromium driven by Playwright) against a real
 server: with a Sur-Gard link up, an Ademco 685 serial link failed and a Bosch link idle (their
 state set as a holding node reports it, ``store.receivers.report``), an operator sees the failed
-link's badge in the header of the queues (and its RECEIVER LINK FAILURE pending), opens the
-panel from it and finds the failed link first and marked, the up link with its last frame,
-counts and node; the Receivers button of the views is reached with the keyboard. The screenshot
-is the documentation's ``docs/images/console-receivers.png``.
+link counted on the Receivers button in the header of the queues (and its RECEIVER LINK FAILURE
+pending), opens the panel from it and finds the failed link first and marked, the up link with
+its last frame, counts and node; the Receivers button is reached with the keyboard. The
+screenshot is the documentation's ``docs/images/console-receivers.png``.
 """
 
 from __future__ import annotations
@@ -78,10 +78,13 @@ def test_an_operator_sees_the_receiver_links(hub: Hub, page: Page) -> None:
     sign_in_not_receiving(page, hub.url, "OP1", PASSWORD)  # the failure's alarm stays pending
     links(hub)
     badge = page.locator("#receivers-badge")
-    expect(badge).to_have_text("RECEIVER LINK FAILED: MX-B")
+    expect(badge).to_have_text("1 FAILED")
+    expect(page.locator("#receivers-button")).to_have_attribute(
+        "title", "RECEIVER LINK FAILED: MX-B (open the Receivers view)"
+    )
     expect(page.locator("#pending tbody")).to_contain_text("RECEIVER LINK FAILURE MX-B")
     expect(page.locator("#receivers-view")).to_be_hidden()
-    badge.click()
+    page.locator("#receivers-button").click()
     expect(page.locator("#receivers-view")).to_be_visible()
     rows = page.locator("#receivers tbody tr")
     expect(rows).to_have_count(3)

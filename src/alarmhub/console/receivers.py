@@ -7,7 +7,7 @@ it last reported them (``store.receivers.link_states``), failed links first.
   ``state`` is ``up``, ``failed`` or ``idle``; ``last_frame`` is the frame's text with its
   control bytes escaped; ``alarm_type`` is RECEIVER LINK FAILURE's TYPE (the page reads the
   panel again when such alarms change in the queues). Any signed-in operator may read it (the
-  header's badge names the failed links).
+  view's button in the header counts the failed links).
 """
 
 from __future__ import annotations

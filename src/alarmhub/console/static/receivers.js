@@ -1,7 +1,7 @@
 // alarmhub operator console, the Receivers panel: every receiver link with its state (failed
 // links first, in red), last frame and when, frames per minute, totals and the node holding it
-// (GET /console/api/receivers); and for everyone a badge in the header while a link has
-// failed, which opens the panel. Read again every few seconds, and at once when the queues'
+// (GET /console/api/receivers); while a link has failed, its button in the header shows how
+// many, in red, for everyone. Read again every few seconds, and at once when the queues'
 // RECEIVER LINK FAILURE alarms change (a link failed or restored).
 // Builds on console.js (window.alarmhub); every text goes in with textContent.
 "use strict";
@@ -10,9 +10,8 @@
   const hub = window.alarmhub;
   const { el, $ } = hub;
   const SHOWN_EVERY_MS = 5000;   // while the panel is on screen
-  const HIDDEN_EVERY_MS = 15000; // for the badge
+  const HIDDEN_EVERY_MS = 15000; // for the button's count
   const AFTER_SNAPSHOT_MS = 1000; // at most this often after changes of the queues
-  const BADGE_NAMES = 3;
 
   let visible = false;
   let loading = false;
@@ -73,16 +72,18 @@
       .map((row) => `${row[id]}${row[restored] ? "r" : ""}`).join(" ");
   }
 
+  // the Receivers button of the views, for everyone: how many links are failed, named in its
+  // title, in red
   function badge(data) {
-    const node = $("#receivers-badge");
     const failed = data.links.filter((link) => link.state === "failed").map((link) => link.name);
+    const node = $("#receivers-badge");
+    const button = $("#receivers-button");
     node.hidden = failed.length === 0;
-    if (failed.length === 1) node.textContent = `RECEIVER LINK FAILED: ${failed[0]}`;
-    else {
-      const named = failed.slice(0, BADGE_NAMES).join(" ");
-      const more = failed.length > BADGE_NAMES ? " ..." : "";
-      node.textContent = `${failed.length} RECEIVER LINKS FAILED: ${named}${more}`;
-    }
+    node.textContent = `${failed.length} FAILED`;
+    button.classList.toggle("failed", failed.length > 0);
+    button.title = failed.length
+      ? `RECEIVER LINK FAILED: ${failed.join(" ")} (open the Receivers view)`
+      : "The receiver links: state, last frame, counts";
   }
 
   function draw(data) {
@@ -118,7 +119,6 @@
   }
 
   function wire() {
-    $("#receivers-badge").addEventListener("click", () => hub.showView("receivers"));
     hub.hooks.viewShown.push((name) => {
       visible = name === "receivers";
       if (visible) load();
