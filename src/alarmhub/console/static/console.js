@@ -3,8 +3,8 @@
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
 // passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches), sites.js
 // (the site's other alarms, moving them), schedules.js (the schedule block, the Schedules view),
-// receivers.js (the Receivers view and its header badge) and accounts.js (admins' data entry)
-// build on what this file shares as window.alarmhub.
+// receivers.js (the Receivers view, its button counting failed links) and accounts.js (admins'
+// data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
 (() => {

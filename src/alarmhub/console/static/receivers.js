@@ -19,6 +19,7 @@
   let timer = null;
   let lastLoad = 0;
   let alarmType = null; // RECEIVER LINK FAILURE's TYPE, as the server names it
+  const plainTitle = $("#receivers-button").title; // the button's title while nothing failed
 
   function showError(message) {
     const node = $("#receivers-error");
@@ -68,8 +69,8 @@
     const id = snap.fields.indexOf("alarm_id");
     const restored = snap.fields.indexOf("restore_us");
     return [snap.pending, snap.in_process, snap.on_hold].flat()
-      .filter((row) => row[type] === alarmType)
-      .map((row) => `${row[id]}${row[restored] ? "r" : ""}`).join(" ");
+      .filter((alarm) => alarm[type] === alarmType)
+      .map((alarm) => `${alarm[id]}${alarm[restored] ? "r" : ""}`).join(" ");
   }
 
   // the Receivers button of the views, for everyone: how many links are failed, named in its
@@ -83,7 +84,7 @@
     button.classList.toggle("failed", failed.length > 0);
     button.title = failed.length
       ? `RECEIVER LINK FAILED: ${failed.join(" ")} (open the Receivers view)`
-      : "The receiver links: state, last frame, counts";
+      : plainTitle;
   }
 
   function draw(data) {
