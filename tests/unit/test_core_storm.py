@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from alarmhub.core import storm
-from alarmhub.core.alarm_types import DEFAULTS, DURESS, FAIL_TO_TEST, UNKNOWN_ACCOUNT
+from alarmhub.core.alarm_types import (
+    DEFAULTS,
+    DURESS,
+    FAIL_TO_TEST,
+    RECEIVER_DATA,
+    RECEIVER_EVENT,
+    RECEIVER_LINK_FAILURE,
+    UNKNOWN_ACCOUNT,
+)
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import AlarmState, Operator, Role, check_supervising
 
@@ -29,14 +37,18 @@ def test_a_new_alarm_goes_to_the_storm_list_only_while_its_type_is_in_storm_mode
     assert storm.new_alarm_state(alarm_type, frozenset()) is AlarmState.PENDING
 
 
-@pytest.mark.parametrize("alarm_type", [DURESS.type, UNKNOWN_ACCOUNT.type])
-def test_duress_and_unknown_accounts_always_pend(alarm_type: str) -> None:
+@pytest.mark.parametrize(
+    "alarm_type", [DURESS.type, UNKNOWN_ACCOUNT.type, RECEIVER_EVENT.type, RECEIVER_DATA.type]
+)
+def test_duress_unknown_accounts_and_receiver_frames_always_pend(alarm_type: str) -> None:
     assert storm.new_alarm_state(alarm_type, frozenset({alarm_type})) is AlarmState.PENDING
 
 
 def test_stormable_types_are_those_that_raise_alarms() -> None:
     allowed = storm.stormable(DEFAULTS.values())
     assert {"ACPWR", "COMM", "TRBL", "BURG", FAIL_TO_TEST.type} <= allowed
+    assert RECEIVER_LINK_FAILURE.type in allowed  # the station's own supervision alarm
+    assert not {RECEIVER_EVENT.type, RECEIVER_DATA.type} & allowed  # what a receiver handed over
     assert "OPEN" not in allowed  # system-handled: never an alarm
     assert not allowed & storm.NEVER_STORMED
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alarmhub.core import system_alarms
+from alarmhub.core.alarm_types import ALARM_TEXT_MAX, cut_text
 from alarmhub.core.dc09 import line_name
 
 
@@ -19,3 +20,14 @@ def test_each_text_starts_with_its_alarm_type_and_names_what_it_is_about() -> No
 def test_a_dc09_line_reads_receiver_then_line() -> None:
     assert line_name(0, 0) == "R0L0"
     assert line_name("12", "3") == "R12L3"
+
+
+def test_receiver_texts_name_the_link_and_are_cut_as_the_router_cuts() -> None:
+    assert system_alarms.receiver_link_failure("rx1") == "RECEIVER LINK FAILURE rx1"
+    assert (
+        system_alarms.receiver_event("rx1", "#0000|NRU0000") == "RECEIVER EVENT rx1 #0000|NRU0000"
+    )
+    assert system_alarms.receiver_data("rx1", "5011[DC4]") == "RECEIVER DATA rx1 5011[DC4]"
+    long = system_alarms.receiver_data("rx1", "X" * 200)
+    assert long == cut_text(long) == f"RECEIVER DATA rx1 {'X' * 200}"[:ALARM_TEXT_MAX]
+    assert len(long) == ALARM_TEXT_MAX

@@ -27,7 +27,6 @@ from alarmhub.core.receiver_links import (
     DEFAULT_FRAMING,
     DEFAULT_HEARTBEAT_TIMEOUT_S,
     DEFAULT_LINE_DIGITS,
-    FAILED,
     FRAMINGS,
     HEARTBEAT_TIMEOUT_MAX_S,
     HEARTBEAT_TIMEOUT_MIN_S,
@@ -115,8 +114,8 @@ def _transport(listen: str | None, connect: str | None, serial: str | None) -> t
 
 
 def shown_link(row: dict[str, Any]) -> dict[str, Any]:
-    """A link as ``receiver list`` shows it: its settings and its holding node's report; state
-    ``failed`` while its failure is raised."""
+    """A link as ``receiver list`` shows it: its settings and its holding node's report (state
+    idle before the first frame, up, or failed, as the node last reported it)."""
     return {
         "name": row["name"],
         "protocol": row["protocol"],
@@ -126,7 +125,7 @@ def shown_link(row: dict[str, Any]) -> dict[str, Any]:
         "framing": row["framing"],
         "line_digits": row["line_digits"],
         "heartbeat_timeout": row["heartbeat_timeout_s"],
-        "state": FAILED if row["failed"] else row["state"],
+        "state": row["state"],
         "last_seen": iso_utc(row["last_seen_us"]) if row["last_seen_us"] is not None else None,
         "last_frame": row["last_frame"],
         "held_by": row["held_by"],

@@ -15,6 +15,8 @@ from alarmhub.core.alarm_types import (
     DURESS,
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
+    RECEIVER_DATA,
+    RECEIVER_EVENT,
     RECEIVER_LINK_FAILURE,
     RUNAWAY,
     SOURCE_FAILURE,
@@ -25,9 +27,13 @@ from alarmhub.core.alarm_types import (
 from alarmhub.core.errors import ActionRefused
 from alarmhub.core.operations import AlarmState
 
-NEVER_STORMED = frozenset({DURESS.type, UNKNOWN_ACCOUNT.type})
-"""TYPEs that always pend: a duress code given (section 7), and a signal of an account the
-station does not know (its data must be fixed; its alarm joins others on the receiver line)."""
+NEVER_STORMED = frozenset(
+    {DURESS.type, UNKNOWN_ACCOUNT.type, RECEIVER_EVENT.type, RECEIVER_DATA.type}
+)
+"""TYPEs that always pend: a duress code given (section 7), a signal of an account the
+station does not know (its data must be fixed; its alarm joins others on the receiver line),
+and what a receiver hands over that is no signal (its own events, frames that could not be
+read: nothing a receiver hands over is dropped, section 11)."""
 SYSTEM_TYPES = frozenset(
     kind.type
     for kind in (

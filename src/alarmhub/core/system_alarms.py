@@ -1,8 +1,7 @@
-"""The texts of the alarms the station raises itself: an account's periodic test is late, a
-heartbeat pair, a DC-09 account or a receiver link stopped reporting, a sender runs away, a
-signal names an unknown account, a receiver hands over its own event or a frame that could not
-be read. Each starts with its alarm type's name, so an operator reads what happened
-before what it happened to; the raised alarm and its restoral carry the same text."""
+"""The texts of the alarms the station raises itself (supervision failures, runaway, unknown
+accounts, what a receiver hands over that is no signal). Each starts with its alarm type's
+name, so an operator reads what happened before what it happened to; the raised alarm and its
+restoral carry the same text."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -49,9 +49,9 @@ KINDS: dict[str, tuple[SystemAlarm, Callable[[str, str], str]]] = {
     RECEIVER_DATA.type: (RECEIVER_DATA, system_alarms.receiver_data),
 }
 """The frames kept (``receiver_frame.kind``): the alarm each raises and its text."""
-SETTINGS = ("name", "protocol", "transport", "address", "baud", "framing", "line_digits",
-            "heartbeat_timeout_s", "changed_us")  # fmt: skip
-_FRAME_MAX = int(schema.receiver_frame.c.frame.type.length)  # type: ignore[attr-defined]
+SETTINGS = tuple(f.name for f in fields(LinkSettings))
+"""The columns of a link's settings (those of :class:`LinkSettings`)."""
+_FRAME_MAX = int(FRAME.frame.type.length)  # type: ignore[attr-defined]
 _LAST_FRAME_MAX = int(LINK.last_frame.type.length)  # type: ignore[attr-defined]
 _HELD_BY_MAX = int(LINK.held_by.type.length)  # type: ignore[attr-defined]
 _NUMBER = re.compile(r"[0-9]{1,9}")
