@@ -50,14 +50,9 @@ LINK_FIELDS = (
 
 
 def links(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The links as the panel shows them: a link whose failure is raised (or whose holder
-    reports it failed) is ``failed``; failed links first, then by name."""
-    shown = []
-    for row in rows:
-        link = {name: row.get(name) for name in LINK_FIELDS}
-        if row.get("failed"):
-            link["state"] = FAILED
-        shown.append(link)
+    """The links as the panel shows them, each in its state as its node last reported it:
+    failed links first, then by name."""
+    shown = [{name: row[name] for name in LINK_FIELDS} for row in rows]
     return sorted(shown, key=lambda link: (link["state"] != FAILED, str(link["name"])))
 
 
