@@ -203,5 +203,6 @@ def test_an_admin_enters_a_zone_and_a_contact(hub: Hub, page: Page) -> None:
 
 def test_operators_see_no_account_page(hub: Hub, page: Page) -> None:
     sign_in(hub, page, "OP1")
-    expect(page.locator("#views")).to_be_hidden()
+    expect(page.locator('#views button[data-view="receivers"]')).to_be_visible()
+    expect(page.locator('#views button[data-view="accounts"]')).to_be_hidden()
     expect(page.locator("#accounts-view")).to_be_hidden()

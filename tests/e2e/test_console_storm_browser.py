@@ -110,6 +110,9 @@ def test_a_supervisor_runs_storm_mode(hub: Hub, page: Page) -> None:
 
 def test_operators_see_no_storm_or_report_view(hub: Hub, page: Page) -> None:
     sign_in(hub, page, "OP1")
-    expect(page.locator("#views")).to_be_hidden()
+    views = page.locator("#views")
+    expect(views.locator('button[data-view="receivers"]')).to_be_visible()  # everyone's
+    expect(views.locator('button[data-view="storm"]')).to_be_hidden()
+    expect(views.locator('button[data-view="reports"]')).to_be_hidden()
     expect(page.locator("#storm-view")).to_be_hidden()
     expect(page.locator("#reports-view")).to_be_hidden()

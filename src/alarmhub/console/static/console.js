@@ -2,8 +2,9 @@
 // actions through /console/api. Plain JavaScript, no build step; every text from the server is
 // put into the page with textContent (never as HTML). calls.js (the call list, calls and
 // passcode checks on the alarm screen), plan.js (the alarm's action plan, dispatches), sites.js
-// (the site's other alarms, moving them), schedules.js (the schedule block, the Schedules view) and
-// accounts.js (admins' data entry) build on what this file shares as window.alarmhub.
+// (the site's other alarms, moving them), schedules.js (the schedule block, the Schedules view),
+// receivers.js (the Receivers view, its button counting failed links) and accounts.js (admins'
+// data entry) build on what this file shares as window.alarmhub.
 "use strict";
 
 (() => {
@@ -874,7 +875,7 @@
     });
   }
 
-  // views: the queues, and those of the other scripts for the roles their buttons name ------------
+  // views: the queues, and those of the other scripts (for the roles their buttons name) ---------
 
   function showView(name) {
     for (const view of document.querySelectorAll("main[data-view]")) {
@@ -892,7 +893,7 @@
     for (const button of document.querySelectorAll("#views button")) {
       const role = button.dataset.role;
       button.hidden = Boolean(role) && !allowed[role];
-      if (role && !button.hidden) others += 1;
+      if (button.dataset.view !== "queues" && !button.hidden) others += 1;
       button.addEventListener("click", () => showView(button.dataset.view));
     }
     $("#views").hidden = others === 0;
