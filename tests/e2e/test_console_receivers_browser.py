@@ -4,7 +4,8 @@ state set as a holding node reports it, ``store.receivers.report``), an operator
 link counted on the Receivers button in the header of the queues (and its RECEIVER LINK FAILURE
 pending), opens the panel from it and finds the failed link first and marked, the up link with
 its last frame, counts and node; the Receivers button is reached with the keyboard. The
-screenshot is the documentation's ``docs/images/console-receivers.png``.
+screenshot goes to ``artifacts/console/receivers.png``; the documentation's
+``docs/images/console-receivers.png`` is a copy of it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from alarmhub.store.receivers import LinkReport, LinkSettings
 from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub
-from tests.support.processes import ROOT, free_port, wait_for
+from tests.support.processes import free_port, wait_for
 
 FRAME = "5011 181234E13001015[DC4]"
 ADEMCO = "[LF]11 1234 18 E130 01 C015[CR]"
-DOC_IMAGE = ROOT / "docs" / "images" / "console-receivers.png"
 
 
 HOUR_S = 3600  # no link goes silent for its heartbeat timeout while the test runs
@@ -104,7 +104,6 @@ def test_an_operator_sees_the_receiver_links(hub: Hub, page: Page) -> None:
     )
     expect(page.locator("#receivers-summary")).to_have_text("1 up, 1 failed, 1 idle")
     shot(page, "receivers")
-    page.screenshot(path=str(DOC_IMAGE))
 
     # the views by keyboard: back to the queues, then Tab to Receivers and Enter
     page.locator('#views button[data-view="queues"]').click()
