@@ -148,6 +148,7 @@ def test_refusals(
 
 
 @pytest.mark.long
+@pytest.mark.backends("sqlite")  # a real minute; the return's SQL on both: store/test_on_test.py
 def test_a_one_minute_test_returns_by_itself(station: Station, engine: Engine) -> None:
     run_json(station, "test", "start", RETURNING, "--minutes", "1", "--by", "J Smith")
     post(station, RETURNING, "E130", "004")  # a zone opened and never restored

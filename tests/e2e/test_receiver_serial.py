@@ -13,7 +13,7 @@ from tests.support.processes import Server, wait_for
 from tests.support.pty_pair import pty_pair
 from tests.support.receiver_sim import ReceiverSim, SerialPort, Settings
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
+pytestmark = [pytest.mark.backends("sqlite", "postgresql"), pytest.mark.long]
 
 
 def test_contact_id_frames_over_a_serial_line_reach_pending(backend: str, tmp_path: Path) -> None:
