@@ -9,6 +9,9 @@ DC09_LISTEN ?= 127.0.0.1:9999
 # the PostgreSQL server of the suite's PostgreSQL tests (each gets a database of its own)
 ALARMHUB_TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 export ALARMHUB_TEST_DATABASE_URL
+# the suite starts many Python processes (nodes, writers, the CLI of the documentation's
+# examples): let them keep the modules' compiled bytecode rather than compile every module again
+unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so twice the cores
 JOBS ?= 4
 

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from alarmhub.store.engine import open_engine
 from tests.support import database
 from tests.support.database import POSTGRESQL, SQLITE, database_url
+from tests.support.hashing import hashing_once
 from tests.support.in_process import InProcessStation, in_process_node
 from tests.support.processes import ROOT, Server, Station, provision
 
@@ -81,6 +82,13 @@ def _sqlite_only(request: pytest.FixtureRequest, backend: str) -> None:
     marker = request.node.get_closest_marker("sqlite_only")
     if marker is not None and backend == POSTGRESQL:
         pytest.skip(f"SQLite only: {marker.args[0]}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hash_each_password_once() -> Iterator[None]:
+    """Stations made in this process hash each password once (``tests.support.hashing``)."""
+    with hashing_once():
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
