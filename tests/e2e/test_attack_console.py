@@ -299,6 +299,7 @@ def test_an_unknown_session_cookie_is_not_looked_up_again(node: Node) -> None:
         assert browser.me() == 401
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 @pytest.mark.parametrize("segment", ["1" * 5000, "9" * 20, "0", "-1", "\u0661"])
 def test_an_alarm_id_out_of_range_is_422_not_a_server_error(node: Node, segment: str) -> None:
     """A path's alarm id is checked before it is a number: 5,000 digits (past int()'s limit)
@@ -329,6 +330,7 @@ def csrf_header(browser: Browser) -> dict[str, str]:
     return {"X-CSRF-Token": html.unescape(found.group(1))}
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_chunked_150_mib_body_is_refused_with_memory_bounded(node: Node) -> None:
     """Before: a chunked body was read whole (the Content-Length check saw none), 150 MiB in
     memory before the 422; the sign-in form was parsed whole the same way. Now the bytes are

@@ -98,6 +98,7 @@ def test_encrypted_frame_naming_another_account_is_duh_and_not_stored(
 # --- item 3: UDP, one answer per datagram ---------------------------------------------------------
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_hundred_frame_datagram_gets_one_answer(node: tuple[Server, Panel, Path]) -> None:
     _, panel, data_dir = node
     before = signal_count(data_dir, "panel = '1234'")
@@ -136,6 +137,7 @@ def _polled(sock: socket.socket, timeout: float = 5) -> str | None:
     return kind(answers[0]) if answers else None
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_connections_per_address_are_capped(tmp_path: Path) -> None:
     """The cap is counted by each worker process (docs/deployment.md), so one worker here."""
     port = free_port()
@@ -162,6 +164,7 @@ def test_connections_per_address_are_capped(tmp_path: Path) -> None:
         assert server.stop() == 0
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_connection_sending_only_separators_is_closed_when_idle(
     node: tuple[Server, Panel, Path],
 ) -> None:
@@ -181,6 +184,7 @@ def test_a_connection_sending_only_separators_is_closed_when_idle(
         assert closed
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_peer_that_never_reads_is_not_read_either(node: tuple[Server, Panel, Path]) -> None:
     _, panel, _ = node
     chunk = spt().dc09poll().encode() * 2000  # link tests: answered at once, nothing stored

@@ -67,6 +67,7 @@ def separate_database(tmp_path: Path) -> dict[str, str]:
 # 1. the data directory 0700, the database files 0600 ----------------------------------------
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 @pytest.mark.usefixtures("permissive_umask")
 def test_a_new_data_directory_is_0700_and_its_files_0600(tmp_path: Path) -> None:
     data_dir = tmp_path / "new" / "data"
@@ -82,6 +83,7 @@ def test_a_new_data_directory_is_0700_and_its_files_0600(tmp_path: Path) -> None
         assert {f.name: mode(f) for f in files} == {f.name: 0o600 for f in files}
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 @pytest.mark.usefixtures("permissive_umask")
 def test_serve_writes_private_files_and_warns_of_an_open_data_directory(tmp_path: Path) -> None:
     data_dir = tmp_path / "station"
@@ -131,6 +133,7 @@ def key_error(path: Path, file_mode: int) -> str:
     [("apiuser", "add", "late", "--password", PASSWORD), ("dc09", "key", "set", "1234")],
     ids=["apiuser-add", "dc09-key-set"],
 )
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_commands_refuse_a_secret_key_open_to_others(
     tmp_path: Path, command: tuple[str, ...], file_mode: int
 ) -> None:
@@ -145,6 +148,7 @@ def test_commands_refuse_a_secret_key_open_to_others(
     cli(tmp_path, *command, env={"ALARMHUB_DC09_KEY": DC09_KEY})  # works once restricted
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_serve_refuses_a_secret_key_open_to_others(tmp_path: Path) -> None:
     cli(tmp_path, "driver", "add", "rx1")
     key_file = tmp_path / "secret.key"
@@ -175,6 +179,7 @@ def test_dc09_key_from_the_environment_and_from_standard_input(tmp_path: Path) -
     assert empty.stderr.splitlines() == ["error: no AES key given"]
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_short_key_on_standard_input_is_refused_like_one_on_the_command_line(
     tmp_path: Path,
 ) -> None:
@@ -193,6 +198,7 @@ def sign_in(url: str, code: str, password: str) -> int:
         return client.post("/console/login", data=form).status_code
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_every_secret_option_from_the_environment_or_standard_input(tmp_path: Path) -> None:
     token = provision(tmp_path)
     line = PASSWORD + "\n"
@@ -231,6 +237,7 @@ FORGED = "\r\nts=2026-01-01T00:00:00.000Z level=error logger=alarmhub event=FORG
 FORGED_DC09 = FORGED[1:].encode()  # a CR would end the frame
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_the_formatters_escape_every_unsafe_character() -> None:
     value = "a" + UNSAFE + "\\z" + FORGED
     record = logging.makeLogRecord(
@@ -253,6 +260,7 @@ def dc09_frame(body: bytes) -> bytes:
     return b"\n" + f"{crc16(body):04X}{len(body):04X}".encode() + body + b"\r"
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_network_values_reach_the_log_escaped(tmp_path: Path) -> None:
     provision(tmp_path)
     dc09_port = free_port()
@@ -329,6 +337,7 @@ def account_rows(count: int) -> bytes:
     return "".join(f"{810000 + n},Site {'x' * (n % 41)}\n" for n in range(count)).encode()
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_bad_byte_on_line_1502_is_named_with_the_lines_imported_before_it(
     tmp_path: Path,
 ) -> None:
@@ -347,6 +356,7 @@ def test_a_bad_byte_on_line_1502_is_named_with_the_lines_imported_before_it(
     assert isinstance(listed, list) and len(listed) == 1000
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_20_mb_line_is_refused_at_its_line_without_being_held(tmp_path: Path) -> None:
     """Before: the line was read whole, and counted whole for the progress bar (252 MB for one
     import); now reading stops 64 KiB into it."""

@@ -127,6 +127,7 @@ def big_form(size: int = MIB) -> dict[str, str]:
 WARM_UP = 8  # requests, each on a connection of its own: every worker of a node takes some
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_1_mib_unauthenticated_form_is_413_and_memory_stays_flat(hub: Hub) -> None:
     """Before: the whole form (up to 64 MiB) was parsed before the digest was looked at, and
     the answer was 401 after the work was done."""
@@ -144,6 +145,7 @@ def test_a_1_mib_unauthenticated_form_is_413_and_memory_stays_flat(hub: Hub) -> 
     assert hub.ask("XMAPEND", SOURCE="DATAENTRY").status_code == 200, "the node still answers"
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(hub: Hub) -> None:
     """No Content-Length: the bytes are counted as they come (the 401 cases never read it)."""
 
@@ -162,6 +164,7 @@ def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(hub: Hub) -
     assert answer.status_code == 401, "the headers are checked before the body is read"
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_an_hmac_request_over_the_limit_is_413(hub: Hub) -> None:
     """hmac-sha256 signs the form, so its body is read (bounded) before the digest is checked."""
     form = big_form(70_000)

@@ -101,6 +101,7 @@ class Flow:
                 self.sent += 1
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_streams_are_capped_per_key_and_per_address(hub: Hub) -> None:
     first, second = make_key(hub, "greedy"), make_key(hub, "neighbour")
     greedy = [EventReader(hub.url, first).__enter__() for _ in range(PER_KEY)]
@@ -126,6 +127,7 @@ def test_streams_are_capped_per_key_and_per_address(hub: Hub) -> None:
             reader.disconnect()
 
 
+@pytest.mark.backends("sqlite")  # the database plays no part in it
 def test_heartbeats_are_answered_while_streams_hold_more_than_the_connection_cap(
     hub: Hub,
 ) -> None:
