@@ -13,7 +13,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import psycopg
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -133,6 +132,8 @@ class LiveFeed:
 
     async def _listen(self) -> None:
         """Hold a connection that LISTENs for the queue revision's notification (PostgreSQL)."""
+        import psycopg  # the PostgreSQL driver: a node on SQLite never loads it
+
         url = self._engine.url.set(drivername="postgresql")
         channel = notify_channel(queries.QUEUE)
         while True:
