@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -124,6 +125,50 @@ def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after
     assert [r["incident_number"] for r in rows] == sorted(signals)  # each once, in order
     assert len(signals) == count + 1
     assert _routed_up_to(tmp_path) == max(signals)
+
+
+def test_a_lone_signal_is_committed_without_waiting_once_a_wait_brought_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the writer waits a moment for more signals before it commits; when such a
+    wait brought nothing (a lone sender that waits for each answer), a lone signal is
+    committed at once, and the writer waits again once signals come together."""
+    ours, theirs, loop = _writer_loop(tmp_path)
+    waits: list[float | None] = []
+    receive = loop._receive
+
+    def counted(timeout: float | None = None) -> None:
+        waits.append(timeout)
+        receive(timeout)
+
+    def gather_after(frames: int, signals: int = 1) -> int:
+        """How many times the writer waited for more before committing the ``frames`` sent
+        (of ``signals`` each)."""
+        for i in range(frames):
+            theirs.sendall(_frame(f"{i}{j:02}" for j in range(signals)))
+        while len(loop._waiting) < frames:
+            loop._receive(1.0)
+        loop._last_commit = time.monotonic()  # a commit just ended: under load
+        waits.clear()
+        monkeypatch.setattr(loop, "_receive", counted)
+        loop._gather()
+        monkeypatch.setattr(loop, "_receive", receive)
+        waited = len(waits)
+        loop._commit()
+        return waited
+
+    try:
+        loop.recall()
+        assert gather_after(1) > 0, "the first time it waits"
+        assert not loop._gathering_pays
+        assert gather_after(1) == 0, "a wait brought nothing: a lone signal goes at once"
+        assert gather_after(1, signals=2) > 0, "signals come together: it waits again"
+        assert gather_after(1) == 0
+        assert gather_after(2) > 0, "frames come together: it waits again"
+    finally:
+        ours.close()
+        theirs.close()
+    assert len(db_rows(tmp_path, "SELECT incident_number FROM signal")) == 7
 
 
 def _writer_loop(data_dir: Path) -> tuple[socket.socket, socket.socket, WriterLoop]:

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, event
 from sqlalchemy.engine import Engine, make_url
 
 from alarmhub import files
+from alarmhub.store.prepared import driver_execute
 
 BUSY_TIMEOUT_MS = 10_000
 RESTART_FRAMES = 65_536  # 256 MiB of 4 KiB pages: a few seconds of a busy node's commits
@@ -87,8 +88,11 @@ def configure(engine: Engine, synchronous: bool = True, writer: bool = False) ->
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
+        # on the driver's cursor (``prepared.driver_execute``): SQLAlchemy's own execution of
+        # the statement cost most of a small transaction's fixed cost, and the writer process
+        # runs a few transactions a frame when frames come one at a time
         write = connection.get_execution_options().get(WRITE_OPTION)
-        connection.exec_driver_sql(BEGIN_WRITE if write else "BEGIN")
+        driver_execute(connection, BEGIN_WRITE if write else "BEGIN", ()).close()
 
 
 def set_synchronous(conn: Connection, synchronous: bool) -> None:
