@@ -25,7 +25,7 @@ from alarmhub.core import units
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, is_restoral, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
-from alarmhub.store import handling, schema
+from alarmhub.store import handling, outputs, schema
 from alarmhub.store.commit import ROUTED, UNROUTED, lock_incidents
 from alarmhub.store.prepared import Prepared
 from alarmhub.store.provisioning_cache import ProvisioningCache
@@ -140,6 +140,8 @@ class SignalRouting:
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
+        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
+            outputs.enqueue_signals(conn, signals, now_us, self.cache)
         _MARK_ROUTED.execute(conn, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch
