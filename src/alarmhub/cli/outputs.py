@@ -18,7 +18,6 @@ from alarmhub.cli.output import (
     open_store,
     provisioning_errors,
     table,
-    when,
 )
 from alarmhub.clock import now_us
 from alarmhub.core.outputs import (
@@ -46,6 +45,7 @@ from alarmhub.core.receiver_links import (
     RECEIVER_MAX,
     line_number,
 )
+from alarmhub.core.units import iso_utc
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -134,16 +134,20 @@ def _transport(
 
 
 def shown_output(row: dict[str, Any]) -> dict[str, Any]:
-    """An output as ``output list`` shows it: its settings, its sending node's report and its
-    queue."""
+    """An output as ``output list`` shows it: its settings, its sending node's report (times
+    in ISO 8601 UTC) and its queue."""
     return {
         **{k: v for k, v in row.items() if not k.endswith("_us")},
         "address": row["address"] or row["addresses"][0],
-        "last_sent": when(row["last_sent_us"]),
-        "last_delivered": when(row["last_delivered_us"]),
-        "failing_since": when(row["failing_since_us"]),
-        "reported": when(row["reported_us"]),
+        "last_sent": _iso(row["last_sent_us"]),
+        "last_delivered": _iso(row["last_delivered_us"]),
+        "failing_since": _iso(row["failing_since_us"]),
+        "reported": _iso(row["reported_us"]),
     }
+
+
+def _iso(us: int | None) -> str | None:
+    return None if us is None else iso_utc(us)
 
 
 @click.group("output")
