@@ -4,7 +4,9 @@
 Routing goes in incident-number order, and each routing transaction moves the watermark of
 routed signals (the counter ``routed``) past the signals it routed, so a signal is routed
 exactly once even when the process dies between storing and routing it: the next start routes
-what is above the watermark.
+what is above the watermark. The transaction that routes signals also queues their frames for
+the automation outputs (:func:`alarmhub.store.outputs.enqueue_signals`), so they follow the
+order of the routing.
 
 On a database shared by several nodes (PostgreSQL) every routing transaction first takes the
 incident counter's row lock (:func:`~alarmhub.store.commit.lock_incidents`): the nodes route one
