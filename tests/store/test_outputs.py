@@ -22,7 +22,7 @@ from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.outputs import CHANNEL, OutputReport, OutputSettings, QueuedFrame
 from alarmhub.core.router import RoutePath
 from alarmhub.core.signal import Signal, SignalFields
-from alarmhub.store import outputs, provisioning, queries
+from alarmhub.store import outputs, provisioning, queries, webhooks
 from alarmhub.store import schema as s
 from alarmhub.store.commit import SignalInsert, commit_signals
 from alarmhub.store.engine import write_transaction
@@ -304,7 +304,7 @@ def test_two_nodes_claiming_an_output_at_once_one_holds_it(engine: Engine) -> No
     assert [tuple(r) for r in held] == [("node-a",)]
 
 
-def test_release_frees_only_the_outputs(engine: Engine) -> None:
+def test_each_channel_releases_only_its_own_lanes(engine: Engine) -> None:
     [every] = add(engine, EVERY)
     lane = s.delivery_lane.c
     with write_transaction(engine) as conn:
@@ -316,6 +316,11 @@ def test_release_frees_only_the_outputs(engine: Engine) -> None:
     with engine.connect() as conn:
         rows = conn.execute(select(lane.channel, lane.claimed_by).order_by(lane.channel))
         assert [tuple(r) for r in rows] == [(CHANNEL, None), ("webhook", "node-a")]
+    assert in_tx(engine, lambda c: outputs.hold(c, every, "node-a", T0))
+    in_tx(engine, lambda c: webhooks.release(c, "node-a"))  # and the webhooks only theirs
+    with engine.connect() as conn:
+        rows = conn.execute(select(lane.channel, lane.claimed_by).order_by(lane.channel))
+        assert [tuple(r) for r in rows] == [(CHANNEL, "node-a"), ("webhook", None)]
 
 
 # AUTOMATION OUTPUT FAILURE ---------------------------------------------------------------------
