@@ -31,9 +31,11 @@ def test_valid_outputs_have_no_problem() -> None:
         CONNECT, transport="listen", addresses=("0.0.0.0:1025",), accounts=("70", "C-")
     )
     assert output_problem(listen) is None
-    three = replace(CONNECT, receiver=99, line=999, line_digits=3, ack_timeout_seconds=0.5)
+    three = replace(CONNECT, receiver=99, line=999, line_digits=3, ack_timeout_seconds=0.001)
     assert output_problem(three) is None
     assert output_problem(replace(CONNECT, receiver=0, line=0, heartbeat_seconds=1)) is None
+    longest = replace(CONNECT, ack_timeout_seconds=3600.0, heartbeat_seconds=86400)
+    assert output_problem(longest) is None
 
 
 @pytest.mark.parametrize(
@@ -60,9 +62,12 @@ def test_valid_outputs_have_no_problem() -> None:
         ({"line": 10}, "does not fit 1 digit"),
         ({"line": 100, "line_digits": 2}, "does not fit 2 digit"),
         ({"ack_timeout_seconds": 0.0}, "invalid ack timeout"),
+        ({"ack_timeout_seconds": 0.0004}, "invalid ack timeout"),
+        ({"ack_timeout_seconds": 3600.5}, "invalid ack timeout"),
         ({"ack_timeout_seconds": float("nan")}, "invalid ack timeout"),
         ({"ack_timeout_seconds": float("inf")}, "invalid ack timeout"),
         ({"heartbeat_seconds": 0}, "invalid heartbeat"),
+        ({"heartbeat_seconds": 86401}, "invalid heartbeat"),
     ],
 )
 def test_invalid_settings_are_refused_saying_why(changes: dict[str, object], problem: str) -> None:

@@ -21,9 +21,11 @@ from alarmhub.cli.output import (
 )
 from alarmhub.clock import now_us
 from alarmhub.core.outputs import (
+    ACK_TIMEOUT_MAX_SECONDS,
     ACK_TIMEOUT_SECONDS,
     CONNECT,
     FAILURE_SECONDS,
+    HEARTBEAT_MAX_SECONDS,
     HEARTBEAT_SECONDS,
     LINE_DEFAULT,
     LINE_DIGITS_DEFAULT,
@@ -197,10 +199,10 @@ ADD_HELP = (
               help="Digits of the line number in the frames' header: 1 (MLR2) to 3 "
               f"(System I-5); default {LINE_DIGITS_DEFAULT}.")  # fmt: skip
 @click.option("--ack-timeout", metavar="SECONDS",
-              help=f"Send a frame again when no ACK came within this long "
-              f"(default {ACK_TIMEOUT_SECONDS:g}).")  # fmt: skip
+              help=f"Send a frame again when no ACK came within this long: more than 0, at "
+              f"most {ACK_TIMEOUT_MAX_SECONDS:g} (default {ACK_TIMEOUT_SECONDS:g}).")  # fmt: skip
 @click.option("--heartbeat-seconds", metavar="N",
-              help=f"Send the link test after this long idle, at least 1 "
+              help=f"Send the link test after this long idle: 1-{HEARTBEAT_MAX_SECONDS} "
               f"(default {HEARTBEAT_SECONDS}).")  # fmt: skip
 @data_dir_option
 @json_option

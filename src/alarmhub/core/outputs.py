@@ -48,8 +48,10 @@ RECEIVER_DEFAULT = 1  # RR
 LINE_DEFAULT = 1  # L
 LINE_DIGITS_DEFAULT = 1
 ACK_TIMEOUT_SECONDS = 4.0
+ACK_TIMEOUT_MIN_SECONDS, ACK_TIMEOUT_MAX_SECONDS = 0.001, 3600.0  # kept in milliseconds
 TRIES_PER_ADDRESS = 4  # after the 4th try: the next address, the frame kept
 HEARTBEAT_SECONDS = 30
+HEARTBEAT_MAX_SECONDS = 86400
 FAILURE_SECONDS = 60
 LEASE_SECONDS = 10.0
 RENEW_SECONDS = 2.0
@@ -173,10 +175,16 @@ def output_problem(s: OutputSettings) -> str | None:
         return f"invalid line digits {s.line_digits}: must be 1-3"
     if not 0 <= s.line <= min(LINE_MAX, 10**s.line_digits - 1):
         return f"invalid line {s.line}: does not fit {s.line_digits} digit(s)"
-    if not (math.isfinite(s.ack_timeout_seconds) and s.ack_timeout_seconds > 0):
-        return f"invalid ack timeout {s.ack_timeout_seconds}: must be more than 0 seconds"
-    if s.heartbeat_seconds < 1:
-        return f"invalid heartbeat {s.heartbeat_seconds}: must be at least 1 second"
+    ack = s.ack_timeout_seconds
+    if not (math.isfinite(ack) and ACK_TIMEOUT_MIN_SECONDS <= ack <= ACK_TIMEOUT_MAX_SECONDS):
+        return (
+            f"invalid ack timeout {ack:g}: must be more than 0 seconds (from "
+            f"{ACK_TIMEOUT_MIN_SECONDS:g} to {ACK_TIMEOUT_MAX_SECONDS:g})"
+        )
+    if not 1 <= s.heartbeat_seconds <= HEARTBEAT_MAX_SECONDS:
+        return (
+            f"invalid heartbeat {s.heartbeat_seconds}: must be 1 to {HEARTBEAT_MAX_SECONDS} seconds"
+        )
     return None
 
 
@@ -219,8 +227,8 @@ def signal_frame(
     settings: OutputSettings, account_panel: str, code: str, area: str, zone: str
 ) -> bytes:
     """The frame the output sends for a Contact ID event of the panel ``account_panel``
-    (``5RRLs18AAAAQXYZGGCCC[DC4]``); ValueError when Sur-Gard cannot carry it (a panel that is
-    not 1-10 hexadecimal digits)."""
+    (``5RRLs18AAAAQXYZGGCCC[DC4]``; hexadecimal digits sent upper case); ValueError when
+    Sur-Gard cannot carry it (a panel that is not 1-10 hexadecimal digits)."""
     return contact_id_frame(
         settings.receiver,
         settings.line,
