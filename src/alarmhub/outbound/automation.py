@@ -463,12 +463,14 @@ async def link_test(settings: OutputSettings) -> str:
                     peer = await asyncio.wait_for(line.open(), LISTEN_TEST_SECONDS)
                 else:
                     peer = await line.open()
-            except TimeoutError:
-                problems.append(f"{line.address}: no connection within {LISTEN_TEST_SECONDS:g} s")
-                line.next_address()
-                continue
-            except OSError as exc:
-                problems.append(f"{line.address}: {exc.strerror or exc}")
+            except (OSError, TimeoutError) as exc:
+                if isinstance(exc, TimeoutError):
+                    listening = isinstance(line, ListenLine)
+                    why = f"no connection within {LISTEN_TEST_SECONDS:g} s" if listening else ""
+                    why = why or "no connection: timed out"
+                else:
+                    why = exc.strerror or str(exc)
+                problems.append(f"{line.address}: {why}")
                 line.next_address()
                 continue
             try:

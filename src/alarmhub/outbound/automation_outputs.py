@@ -153,7 +153,9 @@ class AutomationOutputs:
         )
 
     async def _stop_sender(self, output_id: int, why: str) -> None:
-        run = self.running.pop(output_id)
+        run = self.running.pop(output_id, None)
+        if run is None:  # stopped meanwhile by the other task
+            return
         run.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await run.task
