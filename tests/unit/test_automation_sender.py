@@ -24,7 +24,7 @@ from alarmhub.outbound.automation import (
     QueuedFrame,
     link_test,
 )
-from alarmhub.outbound.automation_lines import Peer
+from alarmhub.outbound.automation_lines import WRITE_BUFFER_MAX, LineDown, Peer
 from alarmhub.outbound.automation_outputs import AutomationOutputs
 from alarmhub.receivers.frames import ACK as ACK_BYTES
 from alarmhub.receivers.frames import NAK as NAK_BYTES
@@ -47,6 +47,7 @@ class FakeStore:
         self.reports: dict[int, OutputReport] = {}
         self.elsewhere: set[int] = set()  # outputs another node holds
         self.released: list[str] = []
+        self.down = False  # hold() fails
         self._next = 0
         self._lock = threading.Lock()
 
@@ -68,6 +69,8 @@ class FakeStore:
             self.delivered_ids.append(frame_id)
 
     def hold(self, conn: Connection, output_id: int, node: str, now_us: int) -> bool:
+        if self.down:
+            raise ConnectionError("the database is away")
         return output_id not in self.elsewhere
 
     def release(self, conn: Connection, node: str) -> None:
@@ -509,5 +512,56 @@ def test_the_supervisor_runs_the_outputs_it_holds_and_lets_go_of_them() -> None:
                 await outputs.stop()
             assert store.released == ["node-1"]
             assert not outputs.running
+
+    run(scenario)
+
+
+def test_a_lease_not_renewed_stops_its_sender_before_it_runs_out() -> None:
+    async def scenario() -> None:
+        async with sim_at() as sim:
+            output = settings(sim.address)
+            store = FakeStore(output)
+            outputs = AutomationOutputs(
+                store, "node-1", database=FakeDatabase(), poll_seconds=0.05, held_seconds=0.5
+            )
+            await outputs.start()
+            try:
+                await eventually(lambda: set(outputs.running) == {1})
+                store.down = True
+                await eventually(lambda: not outputs.running)
+                store.enqueue(1, frames(1)[0])
+                store.down = False
+                await eventually(lambda: store.delivered_ids == [1])
+            finally:
+                await outputs.stop()
+
+    run(scenario)
+
+
+class _StuckTransport(asyncio.WriteTransport):
+    """A transport whose peer has taken nothing of what was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = False
+
+    def get_write_buffer_size(self) -> int:
+        return WRITE_BUFFER_MAX + 1
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        raise AssertionError("nothing more is written")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_peer_that_takes_nothing_is_dropped_not_written_to_without_end() -> None:
+    async def scenario() -> None:
+        peer = Peer()
+        transport = _StuckTransport()
+        peer.connection_made(transport)
+        with pytest.raises(LineDown):
+            peer.send(frames(1)[0])
+        assert transport.closed
 
     run(scenario)

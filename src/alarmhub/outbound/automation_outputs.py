@@ -57,6 +57,7 @@ class AutomationOutputs:
         database: Database | None = None,
         poll_seconds: float = POLL_SECONDS,
         report_seconds: float = REPORT_SECONDS,
+        held_seconds: float = HELD_SECONDS,
     ) -> None:
         if database is None:
             assert engine is not None, "an engine or a database"
@@ -66,6 +67,7 @@ class AutomationOutputs:
         self.node = node
         self._poll_seconds = poll_seconds
         self._report_seconds = report_seconds
+        self._held_seconds = held_seconds
         self.running: dict[int, _Running] = {}
         self._refused: set[OutputSettings] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -174,7 +176,7 @@ class AutomationOutputs:
                 await asyncio.wait_for(self._urgent.wait(), CHECK_SECONDS)
             now = time.monotonic()
             for output_id, run in list(self.running.items()):
-                if now - run.held_at > HELD_SECONDS:
+                if now - run.held_at > self._held_seconds:
                     await self._stop_sender(output_id, "lease not renewed")
                 elif run.task.done() and not run.task.cancelled():
                     log.error(
