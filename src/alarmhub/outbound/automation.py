@@ -343,8 +343,9 @@ class OutputSender:
                 tried = self.line.address
                 self.line.next_address()
                 self._dropped(peer, f"{TRIES_PER_ADDRESS} tries unanswered at {tried}")
-                log.warning(
-                    "automation output moves on",
+                log.log(
+                    logging.WARNING if tried != self.line.address else logging.DEBUG,
+                    "automation output moves on",  # its only address: connects again
                     extra={"output": self.name, "from": tried, "to": self.line.address},
                 )
             except Exception as exc:  # the database away: the connection is opened again

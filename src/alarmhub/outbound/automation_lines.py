@@ -158,6 +158,7 @@ class ListenLine(Line):
         self.addresses = (address,)
         self.host, self.port = host_port(address)
         self._server: asyncio.Server | None = None
+        self.problem = ""  # why it cannot listen ("" when it listens)
         self._current: Peer | None = None
         self._arrived = asyncio.Event()
 
@@ -181,11 +182,15 @@ class ListenLine(Line):
             try:
                 await self.listen()
             except OSError as exc:
-                log.warning(
-                    "automation output cannot listen",
-                    extra={"address": self.address, "error": exc.strerror or repr(exc)},
-                )
+                error = exc.strerror or repr(exc)
+                if error != self.problem:  # logged once, not at every try
+                    log.warning(
+                        "automation output cannot listen",
+                        extra={"address": self.address, "error": error},
+                    )
+                self.problem = error
                 await asyncio.sleep(BIND_RETRY_SECONDS)
+        self.problem = ""
         while True:
             current = self._current
             if current is not None and not current.closed.done():
