@@ -6,163 +6,27 @@ calls (the store itself has its own tests)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import Connection
 
-from alarmhub.outbound.automation import (
-    TRIES_PER_ADDRESS,
-    OutputReport,
-    OutputSender,
-    OutputSettings,
-    QueuedFrame,
-    link_test,
-)
+from alarmhub.outbound.automation import TRIES_PER_ADDRESS
 from alarmhub.outbound.automation_lines import WRITE_BUFFER_MAX, LineDown, Peer
-from alarmhub.outbound.automation_outputs import AutomationOutputs
 from alarmhub.receivers.frames import ACK as ACK_BYTES
 from alarmhub.receivers.frames import NAK as NAK_BYTES
-from alarmhub.receivers.surgard import contact_id_frame
 from tests.support.automation_sim import ACK, NAK, SILENT, AutomationSim
+from tests.support.output_store_double import (
+    FakeStore,
+    eventually,
+    frames,
+    run,
+    running,
+    sender_for,
+    settings,
+    sim_at,
+)
 from tests.support.processes import free_port
 from tests.support.pty_pair import pty_pair
-
-T = TypeVar("T")
-WAIT = 30.0  # seconds a condition is given (a failure, not a measure)
-
-
-class FakeStore:
-    """The store functions of an automation output, in memory (thread-safe)."""
-
-    def __init__(self, *outputs: OutputSettings) -> None:
-        self.outputs = {o.output_id: o for o in outputs}
-        self.queue: dict[int, list[QueuedFrame]] = {o.output_id: [] for o in outputs}
-        self.delivered_ids: list[int] = []
-        self.reports: dict[int, OutputReport] = {}
-        self.elsewhere: set[int] = set()  # outputs another node holds
-        self.released: list[str] = []
-        self.down = False  # hold() fails
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def enqueue(self, output_id: int, frame: bytes) -> None:
-        with self._lock:
-            self._next += 1
-            self.queue[output_id].append(QueuedFrame(self._next, frame, 0))
-
-    def settings(self, conn: Connection) -> list[OutputSettings]:
-        return list(self.outputs.values())
-
-    def head(self, conn: Connection, output_id: int, after: int, limit: int) -> list[QueuedFrame]:
-        with self._lock:
-            return [f for f in self.queue[output_id] if f.frame_id > after][:limit]
-
-    def delivered(self, conn: Connection, output_id: int, frame_id: int) -> None:
-        with self._lock:
-            self.queue[output_id] = [f for f in self.queue[output_id] if f.frame_id != frame_id]
-            self.delivered_ids.append(frame_id)
-
-    def hold(self, conn: Connection, output_id: int, node: str, now_us: int) -> bool:
-        if self.down:
-            raise ConnectionError("the database is away")
-        return output_id not in self.elsewhere
-
-    def release(self, conn: Connection, node: str) -> None:
-        self.released.append(node)
-
-    def report(self, conn: Connection, output_id: int, report: OutputReport) -> None:
-        self.reports[output_id] = report
-
-    def list_outputs(self, conn: Connection, now_us: int) -> list[dict[str, Any]]:
-        with self._lock:
-            return [
-                {"name": o.name, "queued": len(self.queue[i]), "oldest_queued_s": 0.0}
-                for i, o in self.outputs.items()
-            ]
-
-
-class FakeDatabase:
-    """Runs the store's functions in a thread, as the engine does, without a database."""
-
-    async def read(self, work: Callable[[Connection], T]) -> T:
-        return await asyncio.to_thread(work, None)  # type: ignore[arg-type]
-
-    async def commit(self, work: Callable[[Connection], T]) -> T:
-        return await asyncio.to_thread(work, None)  # type: ignore[arg-type]
-
-
-def settings(*addresses: str, **changes: Any) -> OutputSettings:
-    base = OutputSettings(
-        output_id=1,
-        name="automation",
-        protocol="surgard",
-        transport="connect",
-        addresses=addresses,
-        baud=None,
-        framing=None,
-        accounts=(),
-        receiver=1,
-        line=1,
-        line_digits=1,
-        ack_timeout_seconds=2.0,
-        heartbeat_seconds=0,
-    )
-    return replace(base, **changes)
-
-
-def frames(count: int, first_zone: int = 1) -> list[bytes]:
-    return [
-        contact_id_frame(1, 1, "1234", "E130", "01", f"{zone:03d}")
-        for zone in range(first_zone, first_zone + count)
-    ]
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = WAIT) -> None:
-    async def wait() -> None:
-        while not condition():
-            await asyncio.sleep(0.01)
-
-    try:
-        await asyncio.wait_for(wait(), timeout)
-    except TimeoutError:
-        raise AssertionError(f"not within {timeout} s") from None
-
-
-@contextlib.asynccontextmanager
-async def running(sender: OutputSender) -> AsyncIterator[OutputSender]:
-    task = asyncio.create_task(sender.run())
-    try:
-        yield sender
-    finally:
-        task.cancel()
-        await asyncio.wait((task,), timeout=WAIT)
-        assert task.cancelled(), "the sender did not stop when cancelled"
-        await sender.stop()
-
-
-@contextlib.asynccontextmanager
-async def sim_at(port: int = 0) -> AsyncIterator[AutomationSim]:
-    sim = AutomationSim(port=port)
-    await sim.start()
-    try:
-        yield sim
-    finally:
-        await sim.stop()
-
-
-def run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    asyncio.run(scenario())
-
-
-def sender_for(output: OutputSettings, store: FakeStore) -> OutputSender:
-    return OutputSender(output, store, FakeDatabase(), "node-1")
-
 
 # the bytes, their order, one at a time ---------------------------------------------------------
 
@@ -451,91 +315,6 @@ def test_a_mebibyte_of_noise_from_the_automation_is_counted_and_frames_still_go(
 
 
 # output test -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("mode", "said"), [(ACK, "ACK"), (NAK, "NAK"), (SILENT, "no answer")])
-def test_output_test_sends_one_link_test_and_says_the_answer(mode: str, said: str) -> None:
-    async def scenario() -> None:
-        async with sim_at() as sim:
-            sim.mode = mode
-            output = settings(sim.address, ack_timeout_seconds=0.3)
-            answer = await link_test(output)
-            assert answer == ("no answer within 0.3 s" if mode == SILENT else said)
-            assert sim.frames == [output.link_test()]
-
-    run(scenario)
-
-
-def test_output_test_goes_to_the_backup_when_the_primary_refuses() -> None:
-    async def scenario() -> None:
-        async with sim_at() as sim:
-            output = settings(f"127.0.0.1:{free_port()}", sim.address)
-            assert await link_test(output) == "ACK"
-            closed = settings(f"127.0.0.1:{free_port()}")
-            answer = await link_test(closed)
-            assert closed.addresses[0] in answer and answer != "ACK"
-
-    run(scenario)
-
-
-# the supervisor --------------------------------------------------------------------------------
-
-
-def test_the_supervisor_runs_the_outputs_it_holds_and_lets_go_of_them() -> None:
-    async def scenario() -> None:
-        async with sim_at() as sim:
-            output = settings(sim.address)
-            other = settings(sim.address, output_id=2, name="elsewhere")
-            store = FakeStore(output, other)
-            store.elsewhere.add(2)
-            store.enqueue(1, frames(1)[0])
-            store.enqueue(2, frames(1, first_zone=9)[0])
-            outputs = AutomationOutputs(
-                store, "node-1", database=FakeDatabase(), poll_seconds=0.05, report_seconds=0.05
-            )
-            await outputs.start()
-            try:
-                await eventually(lambda: store.delivered_ids == [1])
-                assert set(outputs.running) == {1}
-                await eventually(lambda: 1 in store.reports and store.reports[1].state == "up")
-                assert store.reports[1].node == "node-1"
-                store.elsewhere.add(1)  # its lease taken over
-                await eventually(lambda: not outputs.running)
-                store.elsewhere.clear()
-                await eventually(lambda: set(outputs.running) == {1, 2})
-                await eventually(lambda: store.delivered_ids == [1, 2])
-                store.outputs[1] = replace(output, ack_timeout_seconds=3.0)  # changed
-                await eventually(lambda: outputs.running[1].sender.settings == store.outputs[1])
-                del store.outputs[2]  # removed
-                await eventually(lambda: set(outputs.running) == {1})
-            finally:
-                await outputs.stop()
-            assert store.released == ["node-1"]
-            assert not outputs.running
-
-    run(scenario)
-
-
-def test_a_lease_not_renewed_stops_its_sender_before_it_runs_out() -> None:
-    async def scenario() -> None:
-        async with sim_at() as sim:
-            output = settings(sim.address)
-            store = FakeStore(output)
-            outputs = AutomationOutputs(
-                store, "node-1", database=FakeDatabase(), poll_seconds=0.05, held_seconds=0.5
-            )
-            await outputs.start()
-            try:
-                await eventually(lambda: set(outputs.running) == {1})
-                store.down = True
-                await eventually(lambda: not outputs.running)
-                store.enqueue(1, frames(1)[0])
-                store.down = False
-                await eventually(lambda: store.delivered_ids == [1])
-            finally:
-                await outputs.stop()
-
-    run(scenario)
 
 
 class _StuckTransport(asyncio.WriteTransport):

@@ -461,7 +461,8 @@ async def link_test(settings: OutputSettings) -> str:
             try:
                 if isinstance(line, ListenLine):
                     await line.listen()
-                    peer = await asyncio.wait_for(line.open(), LISTEN_TEST_SECONDS)
+                    async with asyncio.timeout(LISTEN_TEST_SECONDS):
+                        peer = await line.open()
                 else:
                     peer = await line.open()
             except (OSError, TimeoutError) as exc:

@@ -31,6 +31,7 @@ log = logging.getLogger("alarmhub.outputs")
 POLL_SECONDS = RENEW_SECONDS  # the settings read and the leases renewed at once
 REPORT_SECONDS = 2.0
 CHECK_SECONDS = 0.25
+STOP_SECONDS = 5.0
 HELD_SECONDS = LEASE_SECONDS - RENEW_SECONDS
 """A lease not renewed for this long stops its sender: it runs out before another node can
 take the output over."""
@@ -159,8 +160,9 @@ class AutomationOutputs:
         if run is None:  # stopped meanwhile by the other task
             return
         run.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await run.task
+        await asyncio.wait((run.task,), timeout=STOP_SECONDS)
+        if not run.task.done():  # never seen: logged rather than stopping the node's stop
+            log.error("automation output did not stop", extra={"output": run.sender.name})
         await run.sender.stop()
         for gauge in (metrics.OUTPUT_UP, metrics.OUTPUT_QUEUED, metrics.OUTPUT_OLDEST_QUEUED):
             with contextlib.suppress(KeyError):
@@ -173,7 +175,8 @@ class AutomationOutputs:
         last_report = time.monotonic()
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._urgent.wait(), CHECK_SECONDS)
+                async with asyncio.timeout(CHECK_SECONDS):  # not wait_for: it may swallow a cancel
+                    await self._urgent.wait()
             now = time.monotonic()
             for output_id, run in list(self.running.items()):
                 if now - run.held_at > self._held_seconds:

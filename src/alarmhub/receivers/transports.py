@@ -43,9 +43,8 @@ async def open_tcp(factory: Callable[[], P], host: str, port: int) -> P:
     """A TCP connection to ``host:port`` for the protocol ``factory`` makes, given
     CONNECT_TIMEOUT_SECONDS to open."""
     loop = asyncio.get_running_loop()
-    _, protocol = await asyncio.wait_for(
-        loop.create_connection(factory, host, port), CONNECT_TIMEOUT_SECONDS
-    )
+    async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):  # wait_for may swallow a cancel (3.11)
+        _, protocol = await loop.create_connection(factory, host, port)
     return protocol
 
 
