@@ -34,6 +34,8 @@ from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.node.listener_limits import StreamBudget
+from alarmhub.outbound.webhook_process import WebhookProcess
+from alarmhub.outbound.webhooks import WebhookWorker
 from alarmhub.receivers.links import LinkSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -43,8 +45,6 @@ from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
-from alarmhub.webhook_process import WebhookProcess
-from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
