@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from alarmhub.outbound.automation import TRIES_PER_ADDRESS
+from alarmhub.core.outputs import TRIES_PER_ADDRESS
 from alarmhub.outbound.automation_lines import WRITE_BUFFER_MAX, LineDown, Peer
 from alarmhub.receivers.frames import ACK as ACK_BYTES
 from alarmhub.receivers.frames import NAK as NAK_BYTES

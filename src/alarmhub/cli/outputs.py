@@ -304,3 +304,33 @@ def output_remove(name: str, force: bool, data_dir: Path | None, as_json: bool) 
             f"output {name} removed" + (f", {dropped} frame(s) dropped" if dropped else "")
         ),
     )
+
+
+@output_group.command("test")
+@click.argument("name", metavar="NAME")
+@data_dir_option
+@json_option
+@provisioning_errors
+def output_test(name: str, data_dir: Path | None, as_json: bool) -> None:
+    """Send the output NAME one link test now, from this command (not through a node), and
+    print the answer: ACK, NAK, no answer within its ACK time-out, or why no connection could
+    be had (a listen output waits for the automation to connect; while a node listens on the
+    same address, stop it first). Exits 1 unless the answer is ACK."""
+    import asyncio
+
+    from alarmhub.outbound.automation import link_test
+    from alarmhub.store import outputs
+
+    _checked_name(name)
+    found = _read(data_dir, outputs.settings)
+    settings = next((s for s in found if s.name == name), None)
+    if settings is None:
+        raise CommandError(f"no output {name!r}")
+    answer = asyncio.run(link_test(settings))
+    emit(
+        as_json,
+        {"name": name, "answer": answer, "ok": answer == "ACK"},
+        lambda: click.echo(f"output {name}: {answer}"),
+    )
+    if answer != "ACK":
+        raise SystemExit(1)

@@ -11,14 +11,24 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
+from alarmhub.core.outputs import (
+    DOWN,
+    FAILED,
+    FAILURE_SECONDS,
+    IDLE,
+    TRIES_PER_ADDRESS,
+    UP,
+    OutputReport,
+    OutputSettings,
+    QueuedFrame,
+)
 from alarmhub.outbound.automation_lines import (
     ConnectLine,
     Line,
@@ -29,70 +39,9 @@ from alarmhub.outbound.automation_lines import (
     wait_closed,
 )
 from alarmhub.receivers.frames import ACK, NAK
-from alarmhub.receivers.surgard import link_test_frame
 from alarmhub.receivers.transports import RETRY_MAX_SECONDS, RETRY_MIN_SECONDS
 from alarmhub.store.engine import commit_without_fsync, read_in_thread
 
-# replaced by alarmhub.core.outputs at merge -------------------------------------------------
-PROTOCOLS = ("surgard",)
-TRANSPORTS = ("connect", "listen", "serial")
-RECEIVER_DEFAULT = 1  # RR
-LINE_DEFAULT = 1  # L
-LINE_DIGITS_DEFAULT = 1
-ACK_TIMEOUT_SECONDS = 4.0
-TRIES_PER_ADDRESS = 4  # after the 4th try: the next address, the frame kept
-HEARTBEAT_SECONDS = 30
-FAILURE_SECONDS = 60
-LEASE_SECONDS = 10.0
-RENEW_SECONDS = 2.0
-RETENTION_HOURS_DEFAULT = 24  # frames queued longer are kept and counted as "stale"
-NAME_MAX = 40
-
-
-@dataclass(frozen=True)
-class OutputSettings:  # replaced by alarmhub.core.outputs at merge
-    output_id: int
-    name: str
-    protocol: str
-    transport: str  # connect | listen | serial
-    addresses: tuple[str, ...]  # connect: primary then backups; listen: one; serial: (DEVICE,)
-    baud: int | None
-    framing: str | None  # 8N1 | 7E1 (serial)
-    accounts: tuple[str, ...]  # prefixes; () = every account
-    receiver: int
-    line: int
-    line_digits: int
-    ack_timeout_seconds: float
-    heartbeat_seconds: int
-
-    def link_test(self) -> bytes:
-        return link_test_frame(self.receiver, self.line, self.line_digits)
-
-
-@dataclass(frozen=True)
-class OutputReport:  # replaced by alarmhub.core.outputs at merge
-    state: str  # up | down | failed | idle
-    address: str
-    sent: int
-    resent: int
-    acks: int
-    naks: int
-    timeouts: int
-    last_sent_us: int | None
-    last_delivered_us: int | None
-    failing_since_us: int | None  # None when delivering
-    node: str
-
-
-class QueuedFrame(NamedTuple):  # replaced by alarmhub.store.outputs at merge
-    frame_id: int
-    frame: bytes
-    queued_us: int
-
-
-# ------------------------------------------------------------------------------------------
-
-UP, DOWN, FAILED, IDLE = "up", "down", "failed", "idle"
 BATCH = 256  # frames read from the queue at once
 HEAD_POLL_SECONDS = 0.05  # an idle output looks for new frames this often
 OPEN_TICK_SECONDS = 1.0  # while it waits for a connection, whether it has something to send

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import re
 from abc import ABC, abstractmethod
+from typing import cast
 
 from alarmhub.receivers.frames import ACK, NAK
 from alarmhub.receivers.transports import (
@@ -74,9 +75,10 @@ class Peer(asyncio.Protocol):
     def send(self, frame: bytes) -> None:
         """Write ``frame``, awaiting its answer from now on (an answer that came before is
         not its)."""
-        transport = self.transport
-        if not self.connected or not isinstance(transport, asyncio.WriteTransport):
+        if not self.connected:
             raise LineDown("not connected")
+        # uvloop's transports write as asyncio's do but are not their subclasses
+        transport = cast(asyncio.WriteTransport, self.transport)
         if transport.get_write_buffer_size() > WRITE_BUFFER_MAX:
             self.close()
             raise LineDown(f"the peer took nothing of the last {WRITE_BUFFER_MAX} bytes")

@@ -16,16 +16,8 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import metrics
 from alarmhub.clock import now_us
-from alarmhub.outbound.automation import (
-    LEASE_SECONDS,
-    RENEW_SECONDS,
-    Database,
-    EngineDatabase,
-    OutputReport,
-    OutputSender,
-    OutputSettings,
-    OutputStore,
-)
+from alarmhub.core.outputs import LEASE_SECONDS, RENEW_SECONDS, OutputReport, OutputSettings
+from alarmhub.outbound.automation import Database, EngineDatabase, OutputSender, OutputStore
 
 log = logging.getLogger("alarmhub.outputs")
 POLL_SECONDS = RENEW_SECONDS  # the settings read and the leases renewed at once
