@@ -169,7 +169,7 @@ def test_an_invalid_setting_is_one_error_line_and_status_1(
 
 def test_every_output_command_and_option_has_help() -> None:
     commands = [output_group, *output_group.commands.values()]
-    assert sorted(output_group.commands) == ["add", "list", "remove"]
+    assert sorted(output_group.commands) == ["add", "list", "remove", "test"]
     for command in commands:
         assert command.help, command.name
         for param in command.params:
