@@ -147,7 +147,7 @@ def publish_backlog(db: Path, account: str, count: int) -> None:
 def webhook_process_pid(node_pid: int) -> int | None:
     for task in Path(f"/proc/{node_pid}/task").iterdir():
         for child in (task / "children").read_text().split():
-            if b"alarmhub.webhook_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"alarmhub.outbound.webhook_process" in Path(f"/proc/{child}/cmdline").read_bytes():
                 return int(child)
     return None
 

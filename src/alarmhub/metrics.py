@@ -147,3 +147,31 @@ RECEIVER_LINK_UP = Gauge(
     ["link"],
     multiprocess_mode="livemax",
 )
+OUTPUT_QUEUED = Gauge(
+    "alarmhub_output_queued",
+    "Frames of an automation output run by this node committed and not yet ACKed downstream",
+    ["output"],
+    multiprocess_mode="livemax",
+)
+OUTPUT_SENT = Counter(
+    "alarmhub_output_sent",
+    "Frames sent by the automation outputs (their first try; link tests not counted), by output",
+    ["output"],
+)
+OUTPUT_RESENT = Counter(
+    "alarmhub_output_resent",
+    "Frames sent again by the automation outputs (after a NAK, no answer or a new connection)",
+    ["output"],
+)
+OUTPUT_OLDEST_QUEUED = Gauge(
+    "alarmhub_output_oldest_queued_seconds",
+    "Age of the oldest frame an automation output run by this node has not delivered yet",
+    ["output"],
+    multiprocess_mode="livemax",
+)
+OUTPUT_UP = Gauge(
+    "alarmhub_output_up",
+    "1 while an automation output run by this node is up (its last frame or link test ACKed)",
+    ["output"],
+    multiprocess_mode="livemax",
+)

@@ -1,16 +1,18 @@
 """The writer process's one connection (``alarmhub.store.engine.WriteConnection``), on both
-databases: durable transactions wait for the disk, the others do not, whichever came before."""
+databases: durable transactions wait for the disk, the others do not, whichever came before;
+and ``commit_without_fsync`` (an automation output's ACKs), which leaves its connection as it
+was."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 from sqlalchemy.engine import Engine
 
 from alarmhub.store import sqlite
-from alarmhub.store.engine import WriteConnection, open_engine
+from alarmhub.store.engine import WriteConnection, commit_without_fsync, open_engine
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -42,6 +44,25 @@ def test_a_new_connection_after_a_failure_is_durable_again(engine: Engine) -> No
             assert not waits_for_the_disk(conn)
     finally:
         writer.close()
+
+
+def test_a_commit_without_fsync_is_committed_and_the_connection_waits_again_after(
+    engine: Engine,
+) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE acked (frame_id INTEGER)"))
+    for frame_id in (1, 2):
+        with commit_without_fsync(engine) as conn:
+            assert not waits_for_the_disk(conn)
+            conn.execute(text("INSERT INTO acked VALUES (:f)"), {"f": frame_id})
+        with engine.connect() as conn:  # the pool's one connection, the same one
+            assert waits_for_the_disk(conn)
+    with pytest.raises(RuntimeError), commit_without_fsync(engine) as conn:
+        conn.execute(text("INSERT INTO acked VALUES (3)"))
+        raise RuntimeError("rolled back")
+    with engine.connect() as conn:
+        assert waits_for_the_disk(conn)
+        assert conn.execute(text("SELECT frame_id FROM acked ORDER BY 1")).scalars().all() == [1, 2]
 
 
 @pytest.mark.backends("sqlite")

@@ -7,6 +7,7 @@ import pytest
 
 from alarmhub.core import storm
 from alarmhub.core.alarm_types import (
+    AUTOMATION_OUTPUT_FAILURE,
     DEFAULTS,
     DURESS,
     FAIL_TO_TEST,
@@ -47,7 +48,8 @@ def test_duress_unknown_accounts_and_receiver_frames_always_pend(alarm_type: str
 def test_stormable_types_are_those_that_raise_alarms() -> None:
     allowed = storm.stormable(DEFAULTS.values())
     assert {"ACPWR", "COMM", "TRBL", "BURG", FAIL_TO_TEST.type} <= allowed
-    assert RECEIVER_LINK_FAILURE.type in allowed  # the station's own supervision alarm
+    assert RECEIVER_LINK_FAILURE.type in allowed  # the station's own supervision alarms
+    assert AUTOMATION_OUTPUT_FAILURE.type in allowed
     assert not {RECEIVER_EVENT.type, RECEIVER_DATA.type} & allowed  # what a receiver handed over
     assert "OPEN" not in allowed  # system-handled: never an alarm
     assert not allowed & storm.NEVER_STORMED

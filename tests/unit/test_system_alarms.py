@@ -5,6 +5,7 @@ from __future__ import annotations
 from alarmhub.core import system_alarms
 from alarmhub.core.alarm_types import ALARM_TEXT_MAX, cut_text
 from alarmhub.core.dc09 import line_name
+from alarmhub.core.outputs import NAME_MAX
 
 
 def test_each_text_starts_with_its_alarm_type_and_names_what_it_is_about() -> None:
@@ -31,3 +32,9 @@ def test_receiver_texts_name_the_link_and_are_cut_as_the_router_cuts() -> None:
     long = system_alarms.receiver_data("rx1", "X" * 200)
     assert long == cut_text(long) == f"RECEIVER DATA rx1 {'X' * 200}"[:ALARM_TEXT_MAX]
     assert len(long) == ALARM_TEXT_MAX
+
+
+def test_the_automation_output_failure_names_the_output_and_fits_an_alarm() -> None:
+    text = system_alarms.automation_output_failure("x" * NAME_MAX)
+    assert text == "AUTOMATION OUTPUT FAILURE " + "x" * NAME_MAX
+    assert len(text) <= ALARM_TEXT_MAX

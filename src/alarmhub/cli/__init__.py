@@ -41,6 +41,7 @@ COMMANDS = {
     "query": "integrator:query",
     "dc09": "dc09:dc09_group",
     "receiver": "receivers:receiver_group",
+    "output": "outputs:output_group",
     "storm": "storm:storm_group",
     "test": "on_test:test_group",
     "report": "reports:report_group",

@@ -3,7 +3,8 @@
 Defaults ship in ``alarm_types.tsv`` (one row per DC-05 event code); a station overrides any of
 them (``alarmhub alarmtype set``). The system's own alarms (unknown account, runaway, source
 failure, fail to test, communication failure, the schedule alarms, test end not restored, the
-receiver links' alarms) are defined here, with the length an alarm's text is cut to.
+receiver links' alarms, the automation outputs' failure) are defined here, with the length an
+alarm's text is cut to.
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ TEST_END_NOT_RESTORED = SystemAlarm("TESTN", "TEST END NOT RESTORED", "G", "B0")
 RECEIVER_LINK_FAILURE = SystemAlarm("RXFL", "RECEIVER LINK FAILURE", "G", "B0")
 RECEIVER_EVENT = SystemAlarm("RXEVT", "RECEIVER EVENT", "G", "B0")
 RECEIVER_DATA = SystemAlarm("RXDAT", "RECEIVER DATA", "G", "DF")
+# automation outputs (decisions §12)
+AUTOMATION_OUTPUT_FAILURE = SystemAlarm("OUTFL", "AUTOMATION OUTPUT FAILURE", "G", "B0")
 
 
 def cut_text(text: str) -> str:

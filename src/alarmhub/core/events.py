@@ -54,9 +54,10 @@ def supervision_data(
     kind: SystemAlarm, account: str, alarm_id: int | None, **more: Any
 ) -> dict[str, Any]:
     """``data`` of a ``supervision.*`` event: the failure (FAIL TO TEST, SOURCE FAILURE,
-    COMMUNICATION FAILURE, RECEIVER LINK FAILURE) and its TYPE, the account ('' when none), the
-    alarm raised for it, and where it is (``source``/``destination``,
-    ``dc09_account``/``receiver``/``line``, or the receiver ``link``)."""
+    COMMUNICATION FAILURE, RECEIVER LINK FAILURE, AUTOMATION OUTPUT FAILURE) and its TYPE, the
+    account ('' when none), the alarm raised for it, and where it is (``source``/
+    ``destination``, ``dc09_account``/``receiver``/``line``, the receiver ``link`` or the
+    automation ``output``)."""
     return {"failure": kind.name, "type": kind.type, "account": account, "alarm_id": alarm_id,
             **more}  # fmt: skip
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from alarmhub.core.alarm_types import (
+    AUTOMATION_OUTPUT_FAILURE,
     COMMUNICATION_FAILURE,
     DURESS,
     FAIL_TO_TEST,
@@ -42,6 +43,7 @@ SYSTEM_TYPES = frozenset(
         FAIL_TO_TEST,
         COMMUNICATION_FAILURE,
         RECEIVER_LINK_FAILURE,
+        AUTOMATION_OUTPUT_FAILURE,
     )
 )
 """The system's own alarms that storm mode may hold back (by TYPE, as any other alarm)."""

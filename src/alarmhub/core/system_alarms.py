@@ -6,6 +6,7 @@ restoral carry the same text."""
 from __future__ import annotations
 
 from alarmhub.core.alarm_types import (
+    AUTOMATION_OUTPUT_FAILURE,
     COMMUNICATION_FAILURE,
     FAIL_TO_TEST,
     RECEIVER_DATA,
@@ -47,6 +48,11 @@ def unknown_account(signal_text: str) -> str:
 def receiver_link_failure(name: str) -> str:
     """A link to a receiver's automation output went silent (no frame, no link test)."""
     return f"{RECEIVER_LINK_FAILURE.name} {name}"
+
+
+def automation_output_failure(name: str) -> str:
+    """An automation output could not deliver to the automation downstream."""
+    return f"{AUTOMATION_OUTPUT_FAILURE.name} {name}"
 
 
 def receiver_event(link: str, text: str) -> str:

@@ -34,17 +34,19 @@ from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.node.listener_limits import StreamBudget
+from alarmhub.outbound.automation_outputs import AutomationOutputs
+from alarmhub.outbound.webhook_process import WebhookProcess
+from alarmhub.outbound.webhooks import WebhookWorker
 from alarmhub.receivers.links import LinkSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
+from alarmhub.store import outputs as store_outputs
 from alarmhub.store import sqlite
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
-from alarmhub.webhook_process import WebhookProcess
-from alarmhub.webhooks import WebhookWorker
 from alarmhub.xm import routes as xm_routes
 from alarmhub.xm.auth import NonceBook, QueryAuth
 
@@ -134,9 +136,11 @@ class Runtime:
                 idle_seconds=settings.dc09_idle_seconds,
             )
         self.links: LinkSupervisor | None = None
-        if worker is None or worker.index == 0:
+        self.outputs: AutomationOutputs | None = None
+        if worker is None or worker.index == 0:  # the links and the outputs: in one process
             node_id = f"{socket.gethostname()[:40]}:{os.getpid()}"
             self.links = LinkSupervisor(self.engine, self.writer, FrameKeeper(self.engine), node_id)
+            self.outputs = AutomationOutputs(store_outputs, node_id, engine=self.engine)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Runtime:
@@ -161,6 +165,8 @@ class Runtime:
             await self.dc09.start()
         if self.links is not None:
             await self.links.start()
+        if self.outputs is not None:
+            await self.outputs.start()
         return self
 
     async def __aexit__(
@@ -176,6 +182,8 @@ class Runtime:
             await self.links.stop()
         if self.dc09 is not None:
             await self.dc09.stop()
+        if self.outputs is not None:
+            await self.outputs.stop()
         await self.live_feed.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()

@@ -38,11 +38,11 @@ from alarmhub import settings as settings_module
 from alarmhub.node import app
 from alarmhub.node.server import Bound
 from alarmhub.node.worker_process import READY
+from alarmhub.outbound.webhook_process import WebhookProcess
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import framing
 from alarmhub.store.writer import writer_config
-from alarmhub.webhook_process import WebhookProcess
 
 log = logging.getLogger("alarmhub.node.workers")
 WRITER_SOCKET = "writer.sock"

@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import serial_asyncio_fast
 
@@ -33,6 +34,34 @@ def host_port(address: str) -> tuple[str, int]:
     if not port:
         raise ValueError(f"{address!r} has no port")
     return host, port
+
+
+P = TypeVar("P", bound=asyncio.Protocol)
+
+
+async def open_tcp(factory: Callable[[], P], host: str, port: int) -> P:
+    """A TCP connection to ``host:port`` for the protocol ``factory`` makes, given
+    CONNECT_TIMEOUT_SECONDS to open."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):  # wait_for may swallow a cancel (3.11)
+        _, protocol = await loop.create_connection(factory, host, port)
+    return protocol
+
+
+async def open_serial(factory: Callable[[], P], device: str, baud: int, framing: str) -> P:
+    """The serial port ``device`` at ``baud``, ``framing`` as ``8N1`` (data bits, parity, stop
+    bits), for the protocol ``factory`` makes."""
+    bits, parity, stop = framing[0], framing[1], framing[2]
+    _, protocol = await serial_asyncio_fast.create_serial_connection(
+        asyncio.get_running_loop(),
+        factory,
+        device,
+        baudrate=baud,
+        bytesize=int(bits),
+        parity=parity,
+        stopbits=int(stop),
+    )
+    return protocol  # type: ignore[return-value]
 
 
 class Transport(ABC):
@@ -165,12 +194,7 @@ class Connect(_Reconnecting):
         self.host, self.port = host_port(address)
 
     async def open(self) -> Session:
-        loop = asyncio.get_running_loop()
-        _, session = await asyncio.wait_for(
-            loop.create_connection(self._session, self.host, self.port),
-            CONNECT_TIMEOUT_SECONDS,
-        )
-        return session
+        return await open_tcp(self._session, self.host, self.port)
 
 
 class Serial(_Reconnecting):
@@ -183,15 +207,6 @@ class Serial(_Reconnecting):
         self.framing = framing
 
     async def open(self) -> Session:
-        bits, parity, stop = self.framing[0], self.framing[1], self.framing[2]
-        _, session = await serial_asyncio_fast.create_serial_connection(
-            asyncio.get_running_loop(),
-            lambda: self._session(self.device),
-            self.device,
-            baudrate=self.baud,
-            bytesize=int(bits),
-            parity=parity,
-            stopbits=int(stop),
+        return await open_serial(
+            lambda: self._session(self.device), self.device, self.baud, self.framing
         )
-        assert isinstance(session, Session)
-        return session

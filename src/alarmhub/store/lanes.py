@@ -1,6 +1,7 @@
-"""Lanes of durable deliveries, whatever the channel (webhooks today): one lane for each target
-(a webhook) and key (an account). A lane's deliveries go out in order, one at a time; a lane
-whose first delivery waits for its retry waits alone, the others go on.
+"""Lanes of durable deliveries, whatever the channel (webhooks, automation outputs): one lane
+for each target (a webhook, an output) and key (an account; "" for an output's one lane). A
+lane's deliveries go out in order, one at a time; a lane whose first delivery waits for its
+retry waits alone, the others go on.
 
 A lane holds when its first pending delivery is due (NULL: nothing is pending), so the worker
 reads only the lanes that are due (an index on that time), however long the lanes that wait
@@ -123,15 +124,46 @@ def settle(
     return {n.lane_id for n in lanes}
 
 
-def release(conn: Connection, node: str) -> None:
-    """Free the claims of ``node`` (as it stops): another node, or its restart, sends them (a
-    lane another transaction holds keeps its claim until its lease ends)."""
-    held = conn.execute(
-        select(LANE.lane_id)
-        .where(LANE.claimed_by == node)
-        .order_by(LANE.lane_id)
-        .with_for_update(skip_locked=True)
-    ).scalars()
+def hold(
+    conn: Connection, channel: str, target_id: int, key: str, node: str, now_us: int, until_us: int
+) -> bool:
+    """Claim the lane (target, key) for ``node`` until ``until_us``, or renew its claim, unless
+    another node's claim runs past ``now_us``; whether ``node`` holds it. A missing lane is
+    made (with nothing pending). On a shared database a node claiming it at the same time
+    waits for this transaction, then finds the lane held."""
+    claim = (
+        update(schema.delivery_lane)
+        .where(
+            LANE.channel == channel,
+            LANE.target_id == target_id,
+            LANE.lane_key == key,
+            or_(
+                LANE.claimed_by.is_(None),
+                LANE.claimed_by == node,
+                LANE.claimed_until_us.is_(None),
+                LANE.claimed_until_us < now_us,
+            ),
+        )
+        .values(claimed_by=node, claimed_until_us=until_us)
+    )
+    if conn.execute(claim).rowcount:
+        return True
+    lane = (LANE.channel == channel) & (LANE.target_id == target_id) & (LANE.lane_key == key)
+    if conn.execute(select(LANE.lane_id).where(lane)).first():
+        return False  # another node holds it
+    row = {"channel": channel, "target_id": target_id, "lane_key": key, "due_us": None}
+    upsert(conn, schema.delivery_lane, [row], KEY, lambda new: {})
+    return bool(conn.execute(claim).rowcount)
+
+
+def release(conn: Connection, node: str, channel: str | None = None) -> None:
+    """Free the claims of ``node`` (as it stops; of one ``channel``'s lanes when given): another
+    node, or its restart, sends them (a lane another transaction holds keeps its claim until
+    its lease ends)."""
+    query = select(LANE.lane_id).where(LANE.claimed_by == node)
+    if channel is not None:
+        query = query.where(LANE.channel == channel)
+    held = conn.execute(query.order_by(LANE.lane_id).with_for_update(skip_locked=True)).scalars()
     ids = list(held)
     if ids:
         conn.execute(

@@ -1,8 +1,8 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
 storm mode, the accounts with an open/close schedule, the accounts on test, the webhooks whose
-deliveries its events make), cached and reloaded when the provisioning revision changes; and
-what routing has learnt of the accounts it met (:class:`AccountMemory`), kept as long as the
-data it came from is unchanged."""
+deliveries its events make, the automation outputs its signals go to), cached and reloaded when
+the provisioning revision changes; and what routing has learnt of the accounts it met
+(:class:`AccountMemory`), kept as long as the data it came from is unchanged."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from sqlalchemy import Connection, select
 
 from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
-from alarmhub.store import provisioning, schedules, schema, storm, webhooks
+from alarmhub.core.outputs import OutputSettings
+from alarmhub.store import outputs, provisioning, schedules, schema, storm, webhooks
 from alarmhub.store.alarm_response import RESPONSE, Descriptions
 from alarmhub.store.prepared import Prepared
 
@@ -75,6 +76,7 @@ class ProvisioningCache:
     scheduled: frozenset[str] = frozenset()  # accounts with an open/close schedule
     tests: dict[str, on_test.Test] = field(default_factory=dict)
     webhooks: list[webhooks.Subscribed] = field(default_factory=list)
+    outputs: list[OutputSettings] = field(default_factory=list)  # automation outputs
 
     response_revision: int = -1
     memory: AccountMemory = field(default_factory=AccountMemory)
@@ -96,6 +98,7 @@ class ProvisioningCache:
         self.scheduled = schedules.scheduled_accounts(conn)
         self.tests = running_tests(conn)
         self.webhooks = webhooks.subscribed(conn)
+        self.outputs = outputs.settings(conn)
         self.revision = current
 
 

@@ -4,7 +4,9 @@
 Routing goes in incident-number order, and each routing transaction moves the watermark of
 routed signals (the counter ``routed``) past the signals it routed, so a signal is routed
 exactly once even when the process dies between storing and routing it: the next start routes
-what is above the watermark.
+what is above the watermark. The transaction that routes signals also queues their frames for
+the automation outputs (:func:`alarmhub.store.outputs.enqueue_signals`), so they follow the
+order of the routing.
 
 On a database shared by several nodes (PostgreSQL) every routing transaction first takes the
 incident counter's row lock (:func:`~alarmhub.store.commit.lock_incidents`): the nodes route one
@@ -25,7 +27,7 @@ from alarmhub.core import units
 from alarmhub.core.line_mask import apply_mask
 from alarmhub.core.router import RUNAWAY_PATHS, Router, StoredSignal, is_restoral, runaway_key
 from alarmhub.core.runaway import RunawayMonitor
-from alarmhub.store import handling, schema
+from alarmhub.store import handling, outputs, schema
 from alarmhub.store.commit import ROUTED, UNROUTED, lock_incidents
 from alarmhub.store.prepared import Prepared
 from alarmhub.store.provisioning_cache import ProvisioningCache
@@ -140,6 +142,8 @@ class SignalRouting:
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
+        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
+            outputs.enqueue_signals(conn, signals, now_us, self.cache)
         _MARK_ROUTED.execute(conn, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,21 @@ def set_synchronous(conn: Connection, synchronous: bool) -> None:
     driver = conn.connection.dbapi_connection
     assert driver is not None
     driver.execute(f"PRAGMA synchronous={level}")
+
+
+@contextmanager
+def not_synchronous(conn: Connection) -> Iterator[None]:
+    """The connection's commits meanwhile do not wait for the disk (``synchronous=NORMAL``: in
+    WAL mode written, so a killed process loses none, but a power loss may); its level before
+    is set again after. Entered and left between transactions."""
+    driver = conn.connection.dbapi_connection
+    assert driver is not None
+    (level,) = driver.execute("PRAGMA synchronous").fetchone()
+    driver.execute("PRAGMA synchronous=NORMAL")
+    try:
+        yield
+    finally:
+        driver.execute(f"PRAGMA synchronous={int(level)}")
 
 
 def checkpoint(engine: Engine) -> int:

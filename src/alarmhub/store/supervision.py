@@ -1,10 +1,11 @@
 """The supervision checks: FAIL TO TEST for accounts whose periodic test is overdue, SOURCE
 FAILURE for heartbeat pairs that stopped, COMMUNICATION FAILURE for DC-09 accounts that stopped
 reporting, RECEIVER LINK FAILURE for receiver links that went silent
-(:func:`alarmhub.store.receivers.supervise`), and their restorals; the open/close schedules
-whose checks are due (:mod:`alarmhub.store.schedules`); then held alarms whose time is up go
-back to pending and pending alarms go to the operator working their account, else to idle
-operators.
+(:func:`alarmhub.store.receivers.supervise`), AUTOMATION OUTPUT FAILURE for automation outputs
+that cannot deliver (:func:`alarmhub.store.outputs.supervise`), and their restorals; the
+open/close schedules whose checks are due (:mod:`alarmhub.store.schedules`); then held alarms
+whose time is up go back to pending and pending alarms go to the operator working their account,
+else to idle operators.
 
 Each failure and each restoral is also an event of the outbox (``supervision.failed``,
 ``supervision.restored``), written with the alarms at the repository's flush.
@@ -27,9 +28,16 @@ from alarmhub.core.alarm_types import COMMUNICATION_FAILURE, FAIL_TO_TEST, SOURC
 from alarmhub.core.dc09 import DESTINATION as DC09_DESTINATION
 from alarmhub.core.dc09 import line_name
 from alarmhub.core.line_mask import apply_mask
+from alarmhub.core.outputs import (
+    COMMUNICATION_FAILED,
+    COMMUNICATION_RESTORED,
+    OWN_AREA,
+    OWN_ZONE,
+    TEST_FAILED,
+)
 from alarmhub.core.router import Router, StoredSignal
 from alarmhub.core.supervision import test_overdue
-from alarmhub.store import dc09, handling, on_test, receivers, schedules, schema
+from alarmhub.store import dc09, handling, on_test, outputs, receivers, schedules, schema
 from alarmhub.store.commit import lock_incidents
 from alarmhub.store.provisioning_cache import ProvisioningCache
 from alarmhub.store.repository import Inserts, SqlRepository
@@ -57,8 +65,8 @@ class Supervision:
         self._station_zone = station_zone  # of schedules with no time zone of their own
 
     def supervise(self, conn: Connection, now_us: int, leader: bool = True) -> int:
-        """Raise FAIL TO TEST, SOURCE FAILURE, COMMUNICATION FAILURE (DC-09) and RECEIVER LINK
-        FAILURE alarms and their restorals, return held alarms
+        """Raise FAIL TO TEST, SOURCE FAILURE, COMMUNICATION FAILURE (DC-09), RECEIVER LINK
+        FAILURE and AUTOMATION OUTPUT FAILURE alarms and their restorals, return held alarms
         whose time is up to pending, hand pending alarms to idle operators; how many changed."""
         lock_incidents(conn)
         self.cache.refresh(conn)
@@ -66,6 +74,7 @@ class Supervision:
         changed = self._fail_to_test(conn, repo, now_us) + self._source_failures(conn, repo, now_us)
         changed += self._communication_failures(conn, repo, now_us)
         changed += receivers.supervise(conn, repo, now_us)
+        changed += outputs.supervise(conn, repo, now_us)
         if leader:  # the open/close checks are the supervision leader's
             changed += schedules.check(conn, repo, now_us, self._station_zone)
         changed += on_test.return_due(conn, repo, now_us)  # tests whose time is up
@@ -100,6 +109,10 @@ class Supervision:
                 .values(test_alarm_id=alarm_id)
             )
             repo.test_alarm_raised(account, alarm_id)
+            if self.cache.outputs:
+                panel = outputs.last_panel(conn, account)
+                outputs.enqueue_event(conn, account, panel, TEST_FAILED, OWN_AREA, OWN_ZONE,
+                                      now_us, self.cache.outputs)  # fmt: skip
             data = events.supervision_data(FAIL_TO_TEST, account, alarm_id)
             repo.publish(events.SUPERVISION_FAILED, account, data, now_us)
             log.warning("fail to test", extra={"account": account, "incident_number": alarm_id})
@@ -175,6 +188,7 @@ class Supervision:
             mask = self.cache.masks.get(dnis)
             number = apply_mask(mask, dc09_account) if mask is not None else None
             account = number if number and repo.account_exists(number) else ""
+            self._forward(conn, COMMUNICATION_FAILED, number or "", dc09_account, now_us)
             # where the alarm comes from, as an operator reads it on a signal's alarm
             where = line_name(receiver, line)
             origin = StoredSignal(
@@ -202,6 +216,10 @@ class Supervision:
             raised_on = conn.execute(
                 select(schema.alarm.c.account_number).where(schema.alarm.c.alarm_id == alarm_id)
             ).scalar()
+            dnis = lines.get((receiver, line), "")
+            mask = self.cache.masks.get(dnis)
+            number = apply_mask(mask, dc09_account) if mask is not None else None
+            self._forward(conn, COMMUNICATION_RESTORED, number or "", dc09_account, now_us)
             text = system_alarms.communication_failure(dc09_account, receiver, line)
             Router.restore_alarm(
                 repo, COMMUNICATION_FAILURE, alarm_id, raised_on or "", text, now_us
@@ -217,3 +235,9 @@ class Supervision:
                 .values(alarm_id=None)
             )
         return len(failed) + len(back)
+
+    def _forward(self, conn: Connection, code: str, account: str, panel: str, now_us: int) -> None:
+        """Queue ``code`` about the account for the automation outputs that want it."""
+        if self.cache.outputs:
+            outputs.enqueue_event(conn, account, panel, code, OWN_AREA, OWN_ZONE, now_us,
+                                  self.cache.outputs)  # fmt: skip

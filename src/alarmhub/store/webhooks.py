@@ -416,6 +416,6 @@ def settle(conn: Connection, lane_ids: Collection[int], *, free: bool = True) ->
 
 
 def release(conn: Connection, node: str) -> None:
-    """Give back every lane ``node`` holds (as it stops): another node, or its restart, sends
-    them."""
-    lanes.release(conn, node)
+    """Give back every webhook lane ``node`` holds (as it stops): another node, or its restart,
+    sends them. The lanes of other channels (automation outputs) are theirs to give back."""
+    lanes.release(conn, node, CHANNEL)

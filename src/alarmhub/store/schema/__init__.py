@@ -25,6 +25,7 @@ from alarmhub.store.schema.operators import (
     operator,
     resolution,
 )
+from alarmhub.store.schema.outputs import automation_output, output_frame
 from alarmhub.store.schema.receivers import receiver_frame, receiver_line, receiver_link
 from alarmhub.store.schema.response import (
     account_user,
@@ -71,6 +72,7 @@ __all__ = [
     "alarm_type",
     "api_key",
     "api_user",
+    "automation_output",
     "call_attempt",
     "call_list_entry",
     "console_session",
@@ -91,6 +93,7 @@ __all__ = [
     "on_test",
     "open_close",
     "operator",
+    "output_frame",
     "plan_step",
     "receiver_frame",
     "receiver_line",

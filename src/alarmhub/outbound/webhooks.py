@@ -2,12 +2,12 @@
 Standard Webhooks) and records how it ended. The deliveries themselves are made in the
 transaction that publishes each event (:func:`alarmhub.store.events.publish_rows`).
 
-It runs in the event loop of a process of its own (:mod:`alarmhub.webhook_process`; the node's
-own loop when a node is embedded), off the signal path: the store's work runs in a thread, never
-while a request is out; sending is :mod:`alarmhub.webhook_http` (HTTP/1.1 on kept-alive
-connections) with a bounded number of requests in flight (and fewer to any one webhook), each
-given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver that hangs holds only
-its own slots. Deliveries come in lanes (one webhook's and one account's,
+It runs in the event loop of a process of its own (:mod:`alarmhub.outbound.webhook_process`;
+the node's own loop when a node is embedded), off the signal path: the store's work runs in a
+thread, never while a request is out; sending is :mod:`alarmhub.outbound.webhook_http`
+(HTTP/1.1 on kept-alive connections) with a bounded number of requests in flight (and fewer to
+any one webhook), each given :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all. A receiver
+that hangs holds only its own slots. Deliveries come in lanes (one webhook's and one account's,
 :mod:`alarmhub.store.lanes`): each turn reads only the lanes that are due, and takes a chain of
 each lane's first deliveries, sent one after the other; a chain stops at its first failure (the
 rest wait for its retry, the other lanes go on). Once a chain ends, its lane is settled: due
@@ -43,9 +43,9 @@ from sqlalchemy.engine import Engine
 from alarmhub.clock import now_us
 from alarmhub.core import units, webhooks
 from alarmhub.core.events import event_id_text
+from alarmhub.outbound.webhook_http import WebhookHttp
 from alarmhub.store import webhooks as store
 from alarmhub.store.engine import read_in_thread, write_transaction
-from alarmhub.webhook_http import WebhookHttp
 
 log = logging.getLogger("alarmhub.webhooks")
 POLL_SECONDS = 0.05

@@ -1,5 +1,5 @@
-"""The webhook worker in a process of its own (``python -m alarmhub.webhook_process``): sending
-webhooks is Python work in an event loop (HTTP, signatures, reading what may go), and in a
+"""The webhook worker in a process of its own (``python -m alarmhub.outbound.webhook_process``):
+sending webhooks is Python work in an event loop (HTTP, signatures, reading what may go), and in a
 process apart it never holds the node's interpreter lock while the node answers signals.
 
 The node starts it with :class:`WebhookProcess` once the station has a webhook (a node without
@@ -25,10 +25,10 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alarmhub import files, logs, secret_key
+from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
 from alarmhub.settings import Settings
 from alarmhub.store import framing, schema
 from alarmhub.store.engine import open_engine, read_in_thread
-from alarmhub.webhooks import STOP_SECONDS, WebhookWorker
 
 log = logging.getLogger("alarmhub.webhooks")
 START_SECONDS = 30.0
@@ -41,7 +41,7 @@ _ANY_WEBHOOK = (
 
 class WebhookProcess:
     """The worker's process, seen from the node: :meth:`start` and :meth:`stop` as
-    :class:`~alarmhub.webhooks.WebhookWorker`'s."""
+    :class:`~alarmhub.outbound.webhooks.WebhookWorker`'s."""
 
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self._engine = engine
@@ -76,7 +76,7 @@ class WebhookProcess:
         ours, theirs = socket.socketpair()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "alarmhub.webhook_process", str(theirs.fileno())],
+                [sys.executable, "-m", "alarmhub.outbound.webhook_process", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
             )
