@@ -5,16 +5,13 @@ moves to the survivor when its holder is killed, and no ACKed frame is lost."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support import receiver_station as station
-from tests.support.crashing import alive, wait_for_writer
+from tests.support.crashing import kill_node
 from tests.support.database import drop_database, new_database
 from tests.support.processes import Server, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient, TcpServer
@@ -34,19 +31,6 @@ def lost(sim: ReceiverSim, url: str | None, data_dir: Path) -> list[tuple[str, s
     return [x for x in acked if stored[x] == 0]
 
 
-def kill(node: Server) -> None:
-    """SIGKILL the node and every process of it (its writer process would otherwise commit
-    what it was handed before it ends with the node) at once; wait until they are gone."""
-    assert node.process is not None
-    wait_for_writer(node)
-    pids = node.pids()
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    node.process.wait(timeout=30)
-    wait_for(lambda: not any(alive(pid) for pid in pids), "the node's processes end")
-
-
 def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path: Path) -> None:
     station.provision(tmp_path)
     port = free_port()
@@ -56,7 +40,7 @@ def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path
     try:
         sim.start().send(station.event(n) for n in range(FRAMES))
         wait_for(lambda: len(sim.acked()) >= KILL_AFTER, "ACKs before the kill", seconds=60)
-        kill(server)
+        kill_node(server)
         at_kill = len(sim.acked())
         server = Server(tmp_path, env=NO_RUNAWAY).start()  # a restart on the same data
         wait_for(lambda: len(sim.acked()) >= at_kill + AFTER_RESTART, "ACKs after the restart", 60)
@@ -92,7 +76,7 @@ def test_a_connect_link_moves_to_the_other_node_when_its_holder_is_killed(
         sim.start().send(station.event(n) for n in range(FRAMES))
         wait_for(lambda: len(sim.acked()) >= KILL_AFTER, "ACKs before the kill", seconds=60)
         held = wait_for(lambda: station.holder(nodes, receiver.port), "the link's holder")
-        kill(held)
+        kill_node(held)
         at_kill = len(sim.acked())
         survivor = wait_for(
             lambda: station.holder(nodes, receiver.port), "the survivor connects", seconds=30

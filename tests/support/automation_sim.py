@@ -2,15 +2,19 @@
 receiver input of a central station's automation. It reads frames ending with DC4 (0x14), records
 each one's bytes, and answers each with one byte: ACK, NAK or nothing, as it is told (a mode, or
 a script of answers for the next frames), at once or after a delay. A TCP server in the test's
-event loop that can be stopped and started again on the same port, or one end of a serial line.
+event loop that can be stopped and started again on the same port, or one end of a serial line;
+:class:`SimThread` runs one in a thread of its own, for tests whose own code is not asynchronous
+(real ``alarmhub serve`` processes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import serial_asyncio_fast
 
@@ -21,6 +25,7 @@ from alarmhub.receivers.surgard import DC4
 ACK, NAK, SILENT = "ack", "nak", "silent"
 ANSWERS = {ACK: ACK_BYTES, NAK: NAK_BYTES, SILENT: b""}
 HELD_MAX = 4096  # bytes of an unfinished frame kept (a real automation input's buffer)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -161,3 +166,71 @@ class AutomationSim:
 
     async def frames_count(self, count: int, timeout: float = 30.0) -> None:
         await self.until(lambda: len(self.received) >= count, timeout)
+
+
+class SimThread:
+    """An :class:`AutomationSim` on an event loop of its own in a daemon thread: ``sim`` is
+    only touched there, through :meth:`call` (a function) and :meth:`run` (a coroutine), which
+    wait for the result. ``with SimThread() as automation:`` closes it at the end."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="automation-sim", daemon=True
+        )
+        self._thread.start()
+        self.sim = AutomationSim(host, port)
+
+    def __enter__(self) -> SimThread:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def run(self, work: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
+
+    def call(self, work: Callable[[], T]) -> T:
+        async def called() -> T:
+            return work()
+
+        return self.run(called())
+
+    @property
+    def address(self) -> str:
+        return self.sim.address
+
+    def start(self) -> SimThread:
+        self.run(self.sim.start())
+        return self
+
+    def stop(self) -> None:
+        self.run(self.sim.stop())
+
+    def set(self, **settings: object) -> None:
+        """Set the sim's ``mode`` (ACK, NAK or SILENT), ``delay`` and the like, from now on."""
+
+        def apply() -> None:
+            for name, value in settings.items():
+                assert hasattr(self.sim, name), name
+                setattr(self.sim, name, value)
+
+        self.call(apply)
+
+    def received(self) -> list[Received]:
+        return self.call(lambda: list(self.sim.received))
+
+    def until(self, condition: Callable[[AutomationSim], bool], timeout: float = 30.0) -> None:
+        """Wait until ``condition(sim)`` holds, evaluated on the sim's loop as frames and
+        connections come; AssertionError after ``timeout`` seconds."""
+        self.run(self.sim.until(lambda: condition(self.sim), timeout), timeout + 10)
+
+    def close(self) -> None:
+        """Stop the sim and its loop, and end the thread."""
+        if self._loop.is_closed():
+            return
+        if self._thread.is_alive():
+            self.run(self.sim.stop())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        self._loop.close()

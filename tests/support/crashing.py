@@ -1,14 +1,17 @@
 """What the crash tests share: the servers a test starts (killed at its end), the writer
-processes a server's log names, and waiting for a killed process to be gone."""
+processes a server's log names, killing a whole node, and waiting for a killed process to be
+gone."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import time
 from pathlib import Path
 
-from tests.support.processes import Server
+from tests.support.processes import Server, wait_for
 
 WRITER_STARTED = re.compile(r'event="writer process started".*?\bpid=(\d+)')
 
@@ -60,3 +63,16 @@ def wait_gone(pid: int, seconds: float = 10.0) -> None:
     while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still runs after {seconds} s"
         time.sleep(0.02)
+
+
+def kill_node(node: Server) -> None:
+    """SIGKILL the node and every process of it (its writer process would otherwise commit
+    what it was handed before it ends with the node) at once; wait until they are gone."""
+    assert node.process is not None
+    wait_for_writer(node)
+    pids = node.pids()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    node.process.wait(timeout=30)
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the node's processes end")

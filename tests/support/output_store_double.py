@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -33,6 +34,8 @@ class FakeStore:
         self.elsewhere: set[int] = set()  # outputs another node holds
         self.released: list[str] = []
         self.down = False  # hold() fails
+        self.hold_seconds = 0.0  # how long hold() takes (a slow commit)
+        self.holds: list[float] = []  # when each hold() was asked (time.monotonic())
         self._next = 0
         self._lock = threading.Lock()
 
@@ -54,6 +57,8 @@ class FakeStore:
             self.delivered_ids.append(frame_id)
 
     def hold(self, conn: Connection, output_id: int, node: str, now_us: int) -> bool:
+        self.holds.append(time.monotonic())
+        time.sleep(self.hold_seconds)
         if self.down:
             raise ConnectionError("the database is away")
         return output_id not in self.elsewhere

@@ -106,3 +106,23 @@ def test_a_lease_not_renewed_stops_its_sender_before_it_runs_out() -> None:
                 await outputs.stop()
 
     run(scenario)
+
+
+def test_a_lease_is_counted_from_before_it_was_asked_for_however_long_the_asking_takes() -> None:
+    """The lease runs from the time the node took before asking for it: its sender's hold is
+    counted from then too, not from the answer, or a renewal slow to commit would let the sender
+    run past the lease while another node takes the output over (two sending at once)."""
+
+    async def scenario() -> None:
+        async with sim_at() as sim:
+            store = FakeStore(settings(sim.address))
+            store.hold_seconds = 0.2  # a commit that takes its time
+            outputs = AutomationOutputs(store, "node-1", database=FakeDatabase())
+            try:
+                await outputs.follow()  # claimed
+                await outputs.follow()  # renewed
+                assert outputs.running[1].held_at <= store.holds[-1]
+            finally:
+                await outputs.stop()
+
+    run(scenario)

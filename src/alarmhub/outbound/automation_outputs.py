@@ -100,12 +100,12 @@ class AutomationOutputs:
     async def follow(self) -> None:
         """Renew the leases; start, restart and stop senders as the settings now say."""
         outputs = await self._db.read(self._store.settings)
-        at_us = now_us()
+        # the lease runs from now, however long its commit takes: so does the senders' hold
+        at_us, renewed = now_us(), time.monotonic()
         hold = self._store.hold
         held = await self._db.commit(
             lambda conn: {o.output_id for o in outputs if hold(conn, o.output_id, self.node, at_us)}
         )
-        renewed = time.monotonic()
         wanted = {o.output_id: o for o in outputs if o.output_id in held}
         known = {o.output_id for o in outputs}
         for output_id, run in list(self.running.items()):
