@@ -1,11 +1,14 @@
 """The Receivers panel in a real browser (Debian's Chromium driven by Playwright) against a real
 server: with a Sur-Gard link up, an Ademco 685 serial link failed and a Bosch link idle (their
-state set as a holding node reports it, ``store.receivers.report``), an operator sees the failed
-link counted on the Receivers button in the header of the queues (and its RECEIVER LINK FAILURE
-pending), opens the panel from it and finds the failed link first and marked, the up link with
-its last frame, counts and node; the Receivers button is reached with the keyboard. The
-screenshot goes to ``artifacts/console/receivers.png``; the documentation's
-``docs/images/console-receivers.png`` is a copy of it.
+state set as a holding node reports it, ``store.receivers.report``), and automation outputs
+failed with a backlog, up and idle (reported as their sending node reports them,
+``store.outputs.report``, by a node that holds their lanes and is not the server), an operator
+sees the failed link and output counted on the Receivers button in the header of the queues
+(and their alarms pending), opens the panel from it and finds the failed link first and marked,
+the up link with its last frame, counts and node, then the failed output first with its address
+in use, queue and stale frames; the Receivers button is reached with the keyboard. The
+screenshots go to ``artifacts/console/receivers.png`` and ``outputs.png``; the documentation's
+``docs/images/console-receivers.png`` and ``console-outputs.png`` are copies of them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from importlib.util import find_spec
 from playwright.sync_api import Page, expect
 
 from alarmhub.clock import now_us
-from alarmhub.store import receivers
+from alarmhub.core import units
+from alarmhub.core.outputs import RETENTION_HOURS_DEFAULT, OutputReport, OutputSettings
+from alarmhub.store import outputs, receivers
 from alarmhub.store.receivers import LinkReport, LinkSettings
 from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
@@ -73,16 +78,53 @@ def links(hub: Hub) -> None:
         report(hub)
 
 
+def automation_outputs(hub: Hub) -> None:
+    """Three outputs, their lanes held for an hour by node-b (the server never sends them):
+    AUTO-MAIN failing for 5 minutes on its backup address with 1,204 frames queued, 3 of them
+    stale; FWD-77 (accounts 77...) up; MLR2-OUT (serial, accounts 88...) idle, never
+    reported."""
+    now = now_us()
+
+    def output(name: str, transport: str, addresses: tuple[str, ...],
+               accounts: tuple[str, ...] = ()) -> OutputSettings:  # fmt: skip
+        serial = transport == "serial"
+        return OutputSettings(0, name, "surgard", transport, addresses,
+                              9600 if serial else None, "8N1" if serial else None, accounts,
+                              1, 1, 1, 4.0, 30)  # fmt: skip
+
+    with hub.engine.begin() as conn:
+        auto = outputs.add(conn, output("AUTO-MAIN", "connect",
+                                        ("10.0.5.20:1025", "10.0.5.21:1025")), now)  # fmt: skip
+        fwd = outputs.add(conn, output("FWD-77", "connect", ("192.0.2.7:3061",), ("77",)), now)
+        mlr = outputs.add(conn, output("MLR2-OUT", "serial", ("/dev/ttyS1",), ("88",)), now)
+        for output_id in (auto, fwd, mlr):
+            assert outputs.hold(conn, output_id, "node-b", now + units.hours_us(1))
+        stale_us = now - units.hours_us(RETENTION_HOURS_DEFAULT + 2)
+        wanting = outputs.settings(conn)
+        for n in range(1204):  # account 1234: AUTO-MAIN's only
+            at_us = stale_us if n < 3 else now - units.seconds_us(300 - n // 5)
+            outputs.enqueue_event(conn, "1234", "1234", "E350", "00", "000", at_us, wanting)
+        outputs.report(conn, auto, OutputReport(
+            "failed", "10.0.5.21:1025", 48_210, 31, 48_206, 2, 29, now - 300_000_000,
+            now - 301_000_000, now - 300_000_000, "node-b"))  # fmt: skip
+        outputs.report(conn, fwd, OutputReport(
+            "up", "192.0.2.7:3061", 311, 0, 311, 0, 0, now - 4_000_000, now - 4_000_000,
+            None, "node-b"))  # fmt: skip
+
+
 def test_an_operator_sees_the_receiver_links(hub: Hub, page: Page) -> None:
     problems = watch_problems(page)
     sign_in_not_receiving(page, hub.url, "OP1", PASSWORD)  # the failure's alarm stays pending
     links(hub)
+    automation_outputs(hub)
     badge = page.locator("#receivers-badge")
-    expect(badge).to_have_text("1 FAILED")
+    expect(badge).to_have_text("2 FAILED")
     expect(page.locator("#receivers-button")).to_have_attribute(
-        "title", "RECEIVER LINK FAILED: MX-B (open the Receivers view)"
+        "title",
+        "RECEIVER LINK FAILED: MX-B; AUTOMATION OUTPUT FAILED: AUTO-MAIN (open the Receivers view)",
     )
     expect(page.locator("#pending tbody")).to_contain_text("RECEIVER LINK FAILURE MX-B")
+    expect(page.locator("#pending tbody")).to_contain_text("AUTOMATION OUTPUT FAILURE AUTO-MAIN")
     expect(page.locator("#receivers-view")).to_be_hidden()
     page.locator("#receivers-button").click()
     expect(page.locator("#receivers-view")).to_be_visible()
@@ -104,6 +146,27 @@ def test_an_operator_sees_the_receiver_links(hub: Hub, page: Page) -> None:
     )
     expect(page.locator("#receivers-summary")).to_have_text("1 up, 1 failed, 1 idle")
     shot(page, "receivers")
+
+    sent = page.locator("#outputs tbody tr")
+    expect(sent).to_have_count(3)
+    failing = sent.nth(0)
+    expect(failing).to_have_attribute("data-output", "AUTO-MAIN")
+    expect(failing).to_have_class("link failed")
+    expect(failing.locator("td.address")).to_have_text("10.0.5.21:1025")
+    expect(failing).to_contain_text("1,204")
+    expect(failing.locator("td.stale")).to_have_text("3")
+    expect(failing.locator("td.oldest")).to_have_text("26 h")
+    expect(failing).to_contain_text("48,210")
+    expect(failing).to_contain_text("node-b")
+    expect(page.locator('#outputs tbody tr[data-output="FWD-77"] .link-state')).to_have_text("UP")
+    idle = page.locator('#outputs tbody tr[data-output="MLR2-OUT"]')
+    expect(idle.locator(".link-state")).to_have_text("IDLE")
+    expect(idle.locator("td.address")).to_have_text("/dev/ttyS1 9600 8N1")
+    expect(page.locator("#outputs-summary")).to_have_text(
+        "1 up, 1 failed, 0 down, 1 idle; 1,204 queued"
+    )
+    page.locator("#outputs").scroll_into_view_if_needed()
+    shot(page, "outputs")
 
     # the views by keyboard: back to the queues, then Tab to Receivers and Enter
     page.locator('#views button[data-view="queues"]').click()

@@ -36,6 +36,7 @@ from alarmhub.console import calls, inputs, pages, plan_actions, plumbing, secur
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
 from alarmhub.console.on_test import OnTestPanel
+from alarmhub.console.outputs import OutputsPanel
 from alarmhub.console.receivers import ReceiversPanel
 from alarmhub.console.schedules import Schedules, alarm_block
 from alarmhub.console.supervising import Supervising
@@ -446,6 +447,7 @@ class Console:
             *Supervising(self, plumbing.json_body, self.zone).routes(self.api, API),
             *OnTestPanel(self, plumbing.json_body).routes(self.api, API),
             *ReceiversPanel(self).routes(self.api, API),
+            *OutputsPanel(self).routes(self.api, API),
             *Schedules(self, plumbing.json_body, self.station_zone).routes(self.api, API),
             Mount(
                 "/console/static",
