@@ -2,15 +2,18 @@
 receiver input of a central station's automation. It reads frames ending with DC4 (0x14), records
 each one's bytes, and answers each with one byte: ACK, NAK or nothing, as it is told (a mode, or
 a script of answers for the next frames), at once or after a delay. A TCP server in the test's
-event loop that can be stopped and started again on the same port, or one end of a serial line.
+event loop that can be stopped and started again on the same port, or one end of a serial line;
+:class:`SimThread` runs it on an event loop of its own for tests that are not async.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import serial_asyncio_fast
 
@@ -21,6 +24,8 @@ from alarmhub.receivers.surgard import DC4
 ACK, NAK, SILENT = "ack", "nak", "silent"
 ANSWERS = {ACK: ACK_BYTES, NAK: NAK_BYTES, SILENT: b""}
 HELD_MAX = 4096  # bytes of an unfinished frame kept (a real automation input's buffer)
+CALL_SECONDS = 60.0  # the longest a call of SimThread waits (its own waits are shorter)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -161,3 +166,71 @@ class AutomationSim:
 
     async def frames_count(self, count: int, timeout: float = 30.0) -> None:
         await self.until(lambda: len(self.received) >= count, timeout)
+
+
+class SimThread:
+    """The stand-in on an event loop of its own in a background thread: each method runs on
+    that loop and returns when done there (a context manager: ``with SimThread() as sim``)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="automation-sim", daemon=True
+        )
+        self._thread.start()
+
+        async def make() -> AutomationSim:
+            return AutomationSim(host, port)
+
+        self.sim = self.call(make())
+
+    def call(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(CALL_SECONDS)
+
+    def on_loop(self, work: Callable[[AutomationSim], T]) -> T:
+        """``work(sim)`` run on the stand-in's loop (a change of its answers, a read of what
+        it received), between two of its callbacks."""
+
+        async def run() -> T:
+            return work(self.sim)
+
+        return self.call(run())
+
+    @property
+    def address(self) -> str:
+        return self.sim.address
+
+    def start(self) -> SimThread:
+        self.call(self.sim.start())
+        return self
+
+    def stop(self) -> None:
+        self.call(self.sim.stop())
+
+    def answer(self, mode: str, *script: str) -> None:
+        """Answer every frame ``mode`` from now on, the next ones ``script`` first."""
+
+        def change(sim: AutomationSim) -> None:
+            sim.mode = mode
+            sim.script = deque(script)
+
+        self.on_loop(change)
+
+    def received(self) -> list[Received]:
+        return self.on_loop(lambda sim: list(sim.received))
+
+    def until(self, condition: Callable[[AutomationSim], bool], timeout: float = 30.0) -> None:
+        """Wait until ``condition(sim)`` holds (AssertionError after ``timeout`` seconds)."""
+        self.call(self.sim.until(lambda: condition(self.sim), timeout))
+
+    def close(self) -> None:
+        self.call(self.sim.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(CALL_SECONDS)
+        self.loop.close()
+
+    def __enter__(self) -> SimThread:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
