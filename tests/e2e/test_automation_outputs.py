@@ -77,9 +77,10 @@ class Node(Station):
         listed = as_list(cli_json(self.data_dir, "output", "list"))
         return next(o for o in listed if o["name"] == name)
 
-    def drained(self, name: str) -> dict[str, Any]:
-        """The output once nothing is left in its queue."""
-        return wait_for(lambda: (o := self.output(name))["queued"] == 0 and o, f"{name} drained")
+    def drained(self, name: str) -> None:
+        """Wait for nothing to be left in the output's queue (once the automation has had
+        its frames: a signal is queued when routed, after its sender has had its answer)."""
+        wait_for(lambda: self.output(name)["queued"] == 0, f"{name} drained")
 
     def reported(self, name: str, **expected: object) -> None:
         """Wait for the node's report of the output to show ``expected`` (it writes its
@@ -171,10 +172,10 @@ def test_http_and_dc09_signals_reach_the_automation_in_commit_order_once_each(
             node.dc09("004")
             node.http("005")
             node.dc09("006", account="1002")
-            node.drained("every")
-            node.drained("some")
             sim.until(lambda s: len(frames(s.received)) >= 6)
             some.until(lambda s: len(frames(s.received)) >= 4)
+            node.drained("every")
+            node.drained("some")
             assert frames(sim.received()) == [
                 b"5123 181234E13001001\x14",
                 b"5123 181234E13002002\x14",
@@ -258,17 +259,15 @@ def test_frames_wait_through_an_outage_of_the_automation_and_all_arrive_in_order
     try:
         linked(sim)
         node.http("031")
-        node.drained("outage")
+        sim.until(lambda s: len(frames(s.received)) == 1)
+        node.drained("outage")  # its ACK recorded
         sim.stop()
         node.http("032")
         node.dc09("033")
         node.http("034", panel="1002")
         node.dc09("035")
-        during = wait_for(
-            lambda: (o := node.output("outage"))["queued"] == 4 and o["failing_since"] and o,
-            "the outage's frames queued, the output failing",
-        )
-        assert during["state"] == "down"
+        node.reported("outage", queued=4, state="down")
+        wait_for(lambda: node.output("outage")["failing_since"], "the output reported failing")
         node.failing_for_a_minute("outage")
         failure = system_alarms.automation_output_failure("outage")
         [raised] = wait_for(lambda: node.history(failure), "AUTOMATION OUTPUT FAILURE outage")
