@@ -217,6 +217,19 @@ class SimThread:
 
         self.call(apply)
 
+    def answer(self, mode: str, *script: str) -> None:
+        """Answer every frame ``mode`` from now on, the next ones ``script`` first."""
+
+        def change() -> None:
+            self.sim.mode = mode
+            self.sim.script = deque(script)
+
+        self.call(change)
+
+    def on_loop(self, work: Callable[[AutomationSim], T]) -> T:
+        """``work(sim)`` run on the sim's loop (a read of what it counted, a change)."""
+        return self.call(lambda: work(self.sim))
+
     def received(self) -> list[Received]:
         return self.call(lambda: list(self.sim.received))
 

@@ -152,6 +152,35 @@ def test_a_primary_that_refuses_connections_sends_to_the_backup() -> None:
     run(scenario)
 
 
+def test_addresses_that_all_refuse_are_each_logged_once_until_a_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        port = free_port()
+        output = settings(f"127.0.0.1:{free_port()}", f"127.0.0.1:{port}")
+        store = FakeStore(output)
+        store.enqueue(1, frames(1)[0])
+        sender = sender_for(output, store)
+        opens = 0
+        line_open = sender.line.open
+
+        async def counted() -> Peer:
+            nonlocal opens
+            opens += 1
+            return await line_open()
+
+        sender.line.open = counted  # type: ignore[method-assign]
+        async with running(sender):
+            await eventually(lambda: opens >= 3 * len(output.addresses))  # three rounds
+            refused = [r for r in caplog.records if r.getMessage().startswith("cannot connect")]
+            assert len(refused) == 2  # each address once
+            async with sim_at(port):  # the backup comes
+                await eventually(lambda: store.delivered_ids == [1])
+
+    with caplog.at_level("WARNING", logger="alarmhub.outputs"):
+        run(scenario)
+
+
 # the link test ---------------------------------------------------------------------------------
 
 

@@ -256,14 +256,16 @@ class OutputSender:
         """Send until cancelled."""
         failed_opens = 0
         delay = RETRY_MIN_SECONDS
+        logged: set[str] = set()  # why no connection could be had, each logged once until one
         self._note()
         while True:
             try:
                 peer = await self._open()
             except (OSError, TimeoutError) as exc:
                 problem = f"cannot connect to {self.line.address}: {str(exc) or 'time-out'}"
-                if problem != self.problem:
+                if problem not in logged:
                     log.warning(problem, extra={"output": self.name})
+                    logged.add(problem)
                 self.problem = problem
                 if await self._wants_to_send(connected=False):
                     self._failing(problem)
@@ -275,6 +277,7 @@ class OutputSender:
                     delay = min(delay * 2, RETRY_MAX_SECONDS)
                 continue
             failed_opens, delay = 0, RETRY_MIN_SECONDS
+            logged.clear()
             self.peer, self._acked_here, self._tested_here = peer, False, False
             self.problem = ""
             log.info(
