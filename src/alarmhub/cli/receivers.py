@@ -4,18 +4,20 @@ running node starts, changes and stops its links from what these store (decision
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from alarmhub.cli.links import host_port as _host_port
+from alarmhub.cli.links import read as _read
+from alarmhub.cli.links import whole as _whole
+from alarmhub.cli.links import write as _write
 from alarmhub.cli.output import (
     CommandError,
     data_dir_option,
     emit,
     json_option,
-    open_store,
     provisioning_errors,
     table,
 )
@@ -45,25 +47,12 @@ from alarmhub.core.units import iso_utc
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-T = TypeVar("T")
 LIST_COLUMNS = [("name", "NAME"), ("protocol", "PROTOCOL"), ("transport", "TRANSPORT"),
                 ("address", "ADDRESS"), ("state", "STATE"), ("last_seen", "LAST SEEN"),
                 ("held_by", "HELD BY"), ("frames", "FRAMES"), ("naks", "NAKS"),
                 ("unreadable", "UNREADABLE"), ("per_minute", "PER MINUTE"),
                 ("lines", "LINES")]  # fmt: skip
 LINE_COLUMNS = [("link", "LINK"), ("receiver", "RECEIVER"), ("line", "LINE"), ("dnis", "DNIS")]
-
-
-def _write(data_dir: Path | None, work: Callable[[Connection], T]) -> T:
-    from alarmhub.store.engine import write_transaction
-
-    with write_transaction(open_store(data_dir)) as conn:
-        return work(conn)
-
-
-def _read(data_dir: Path | None, work: Callable[[Connection], T]) -> T:
-    with open_store(data_dir).connect() as conn:
-        return work(conn)
 
 
 def _checked_name(name: str) -> str:
@@ -73,33 +62,11 @@ def _checked_name(name: str) -> str:
     return name
 
 
-def _whole(value: str | None, option: str, default: int) -> int:
-    """A whole number given on the command line (``default`` when not given)."""
-    if value is None:
-        return default
-    if not (value.isascii() and value.isdigit() and len(value) <= 9):
-        raise CommandError(f"{option} must be a whole number, not {value!r}")
-    return int(value)
-
-
 def _numbers(receiver: str, line: str) -> tuple[int, int]:
     try:
         return line_number(receiver, "receiver"), line_number(line, "line")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-
-
-def _host_port(value: str, option: str) -> str:
-    """HOST:PORT as ``alarmhub serve`` reads it, written back in one form (``[v6]:PORT``)."""
-    from alarmhub.node.server import parse_address
-
-    try:
-        host, port = parse_address(value)
-    except ValueError as exc:
-        raise CommandError(f"{option}: {exc}") from None
-    if port == 0:
-        raise CommandError(f"{option}: {value!r} needs a port from 1 to 65535")
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _transport(listen: str | None, connect: str | None, serial: str | None) -> tuple[str, str]:
