@@ -12,8 +12,8 @@ export ALARMHUB_TEST_DATABASE_URL
 # the suite starts many Python processes (nodes, writers, the CLI of the documentation's
 # examples): let them keep the modules' compiled bytecode rather than compile every module again
 unexport PYTHONDONTWRITEBYTECODE
-# pytest-xdist workers: the tests mostly wait on servers and processes, so twice the cores
-JOBS ?= 4
+# pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
+JOBS ?= 6
 
 .PHONY: run test lint unit coverage fuzz bench clean
 

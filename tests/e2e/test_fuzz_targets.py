@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
 SUMMARY = "0 crashes, 0 answers outside the set"
 
 
+@pytest.mark.long  # CPU-bound: started first
 def test_every_fuzz_target_runs_a_few_inputs_cleanly() -> None:
     targets = sorted(path.name for path in FUZZ.glob("fuzz_*.py"))
     result = subprocess.run(

@@ -89,6 +89,7 @@ def _headers(case: Any, api: Api) -> dict[str, str]:
     return headers
 
 
+@pytest.mark.long  # CPU-bound: started first, never the run's tail
 def test_answers_match_the_document(api: Api) -> None:
     schema = api.schema()
     operations = [result.ok() for result in schema.get_all_operations()]

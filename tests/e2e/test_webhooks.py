@@ -279,6 +279,7 @@ def server_post(server: Server, token: str, body: dict[str, str]) -> int:
     return answer.status_code
 
 
+@pytest.mark.long  # three nodes: started first
 @pytest.mark.backends("postgresql")
 def test_three_nodes_deliver_each_event_once(tmp_path: Path, engine: Engine) -> None:
     """Three nodes of one data directory (they share its secret key) on one database, two
