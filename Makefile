@@ -41,7 +41,9 @@ unit: $(VENV)/.installed-test
 
 # the whole suite in one run on $(JOBS) workers: unit, e2e and the browser on SQLite; store and
 # crash tests on SQLite and on PostgreSQL (tests/conftest.py); PostgreSQL-only tests on it
+# (the modules compiled once first: the workers' first processes then do not all compile them)
 test: lint
+	$(BIN)/python -m compileall -q src tests
 	$(BIN)/pytest -q -n $(JOBS)
 
 # line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
