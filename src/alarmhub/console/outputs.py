@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from alarmhub.clock import now_us
 from alarmhub.console.plumbing import Plumbing
+from alarmhub.console.receivers import failed_first
 from alarmhub.console.supervising import Api
 from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
 from alarmhub.core.outputs import FAILED
@@ -59,7 +60,7 @@ def shown_outputs(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         | {"address": row["address"] or row["addresses"][0]}
         for row in rows
     ]
-    return sorted(shown, key=lambda output: (output["state"] != FAILED, str(output["name"])))
+    return failed_first(shown)
 
 
 class OutputsPanel:

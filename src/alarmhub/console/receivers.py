@@ -52,8 +52,12 @@ LINK_FIELDS = (
 def links(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The links as the panel shows them, each in its state as its node last reported it:
     failed links first, then by name."""
-    shown = [{name: row[name] for name in LINK_FIELDS} for row in rows]
-    return sorted(shown, key=lambda link: (link["state"] != FAILED, str(link["name"])))
+    return failed_first([{name: row[name] for name in LINK_FIELDS} for row in rows])
+
+
+def failed_first(shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Links or outputs as the view lists them: the failed first, then by name."""
+    return sorted(shown, key=lambda row: (row["state"] != FAILED, str(row["name"])))
 
 
 class ReceiversPanel:
