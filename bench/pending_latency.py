@@ -334,12 +334,21 @@ def provision(data_dir: Path, accounts: int) -> tuple[str, str]:
     return token, mask
 
 
-def start_node(data_dir: Path, port: int, runaway_limit: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "ALARMHUB_RUNAWAY_LIMIT": str(runaway_limit)}
+def start_node(
+    data_dir: Path,
+    port: int,
+    runaway_limit: int,
+    log: Path,
+    *,
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """``alarmhub serve`` on ``port`` (and ``args``), once its /healthz answers 200."""
+    env = {**os.environ, "ALARMHUB_RUNAWAY_LIMIT": str(runaway_limit), **(env or {})}
     with log.open("wb") as fh:
         node = subprocess.Popen(
             [sys.executable, "-m", "alarmhub", "serve", "--listen", f"127.0.0.1:{port}",
-             "--data-dir", str(data_dir)],
+             "--data-dir", str(data_dir), *args],
             stdout=fh, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     deadline = time.monotonic() + 30
