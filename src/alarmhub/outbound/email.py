@@ -1,0 +1,171 @@
+"""Email, the sender: one message (subject, plain text, an HTML alternative, From, To) through an
+SMTP server with aiosmtplib, and how the attempt ended (:mod:`alarmhub.core.delivery`, decisions
+section 13). No database: the notification channel gives it what to send.
+
+The server is a URL: ``smtp://HOST[:PORT]`` (25 unless given) in the clear or, with
+``starttls``, upgraded by STARTTLS (refused if the server does not offer it: never sent in the
+clear instead), and ``smtps://HOST[:PORT]`` (465 unless given) in TLS from the first byte.
+Certificates are verified (the default context, or the ``tls`` one given). A user and password
+authenticate (AUTH) once the connection is encrypted where it is to be.
+
+The message is an :class:`email.message.EmailMessage` under the SMTP policy: a subject or name
+holding CR or LF (hostile text from an account's or zone's description) is made one line, and an
+address that is not one plain ``local@domain`` is refused, so no header can be injected.
+
+Outcomes: refused or broken connections, timeouts and SMTP 4xx are retried; SMTP 5xx (a rejected
+sender or recipient, failed authentication, a refused message) and a server that cannot do what
+its URL asks (no STARTTLS, no AUTH) fail the message for good.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime, make_msgid
+from urllib.parse import urlsplit
+
+import aiosmtplib
+
+from alarmhub.core import delivery
+
+SCHEMES = {"smtp": 25, "smtps": 465}
+TIMEOUT_SECONDS = 10.0
+"""Each step of a conversation (connect, each command) may take this long."""
+
+
+@dataclass(frozen=True)
+class SmtpServer:
+    """Where email goes: ``host``, ``port``, ``tls`` (``"none"``, ``"starttls"`` or
+    ``"implicit"``), a user and password (AUTH) when both are given, and a TLS context (None:
+    the default one, certificates verified against the system's authorities)."""
+
+    host: str
+    port: int
+    tls: str = "none"
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    context: ssl.SSLContext | None = field(default=None, repr=False)
+    timeout: float = TIMEOUT_SECONDS
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        starttls: bool = False,
+        user: str | None = None,
+        password: str | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> SmtpServer:
+        """The server of an ``smtp://`` or ``smtps://`` URL (``starttls`` with ``smtp://``);
+        ``ValueError`` saying why when it cannot be one. The URL carries no credentials (they
+        would be shown): they come apart."""
+        problem = url_problem(url, starttls=starttls)
+        if problem:
+            raise ValueError(problem)
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        tls = "implicit" if scheme == "smtps" else "starttls" if starttls else "none"
+        return cls(parts.hostname or "", parts.port or SCHEMES[scheme], tls, user or None,
+                   password or None, context)  # fmt: skip
+
+
+def url_problem(url: str, *, starttls: bool = False) -> str | None:
+    """Why ``url`` cannot be an SMTP server's, or None."""
+    if len(url) > 2000 or not url.isprintable() or any(c.isspace() for c in url):
+        return "the URL must be at most 2000 printable characters without spaces"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
+    except ValueError:
+        return f"not a valid URL: {url[:80]!r}"
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES or not parts.hostname:
+        return "the URL must be smtp://HOST[:PORT] or smtps://HOST[:PORT]"
+    if parts.username is not None or parts.password is not None:
+        return "the URL must not carry a user or password (they would be shown)"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return "the URL must be only smtp://HOST[:PORT] or smtps://HOST[:PORT]"
+    if starttls and scheme == "smtps":
+        return "smtps:// is TLS from the start: STARTTLS is for smtp://"
+    return None
+
+
+@dataclass(frozen=True)
+class Email:
+    """One message: from ``sender`` (a plain address, shown with ``sender_name``) to ``to``."""
+
+    sender: str
+    to: str
+    subject: str
+    text: str
+    html: str | None = None
+    sender_name: str = ""
+
+
+def one_line(text: str, limit: int = 900) -> str:
+    """``text`` as one header line: every run of whitespace (CR and LF too) one space."""
+    return " ".join(text.split())[:limit]
+
+
+def address(text: str, name: str = "") -> Address:
+    """A plain ``local@domain`` address (with a display name); ``ValueError`` for anything
+    else (several addresses, a display name inside, CR or LF, a group)."""
+    text = text.strip()
+    if not text or any(c in text for c in '<>,;:"()[]\\ \t\r\n') or text.count("@") != 1:
+        raise ValueError(f"not one plain email address: {text[:80]!r}")
+    local, _, domain = text.partition("@")
+    if not local or "." not in domain.strip(".") or not domain.isascii():
+        raise ValueError(f"not one plain email address: {text[:80]!r}")
+    return Address(one_line(name, 200), addr_spec=text)
+
+
+def build(email: Email) -> EmailMessage:
+    """The message as sent: a plain-text part and, when given, an HTML alternative; a Date and
+    a Message-ID. ``ValueError`` when an address is not one plain address."""
+    sender = address(email.sender, email.sender_name)
+    message = EmailMessage(policy=SMTP)
+    message["From"] = sender
+    message["To"] = address(email.to)
+    message["Subject"] = one_line(email.subject)
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = make_msgid(domain=sender.domain)
+    message.set_content(email.text)
+    if email.html is not None:
+        message.add_alternative(email.html, subtype="html")
+    return message
+
+
+async def send(server: SmtpServer, email: Email) -> delivery.Attempt:
+    """Send one message (a connection of its own); how the attempt ended."""
+    try:
+        message = build(email)
+    except ValueError as exc:
+        return delivery.failed(str(exc))
+    client = aiosmtplib.SMTP(
+        hostname=server.host,
+        port=server.port,
+        username=server.user if server.password else None,
+        password=server.password if server.user else None,
+        use_tls=server.tls == "implicit",
+        start_tls=server.tls == "starttls",
+        tls_context=server.context,
+        timeout=server.timeout,
+    )
+    try:
+        async with client:
+            await client.send_message(message, sender=email.sender, recipients=[email.to])
+    except aiosmtplib.SMTPRecipientsRefused as exc:
+        refused = exc.recipients[0]
+        return delivery.smtp_attempt(refused.code, refused.message)
+    except aiosmtplib.SMTPResponseException as exc:
+        return delivery.smtp_attempt(exc.code, exc.message)
+    except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError, OSError) as exc:
+        return delivery.retry(f"{type(exc).__name__}: {exc}")  # no connection, timeouts, TLS
+    except aiosmtplib.SMTPException as exc:  # it cannot: no STARTTLS, no AUTH, no SMTPUTF8
+        return delivery.failed(f"the SMTP server cannot: {exc}")
+    return delivery.sent(250)
