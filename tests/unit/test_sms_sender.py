@@ -104,16 +104,9 @@ def test_the_password_is_not_in_the_gateways_repr() -> None:
     assert "hunter2" not in repr(gateway)
 
 
-@pytest.mark.parametrize(
-    ("url", "problem"),
-    [
-        ("https://user:pw@sms.example/send", "user or password"),
-        ("ftp://sms.example/send", "http:// or https://"),
-        ("https://sms example/send", "printable"),
-    ],
-)
-def test_a_url_that_cannot_be_a_gateways(url: str, problem: str) -> None:
-    with pytest.raises(ValueError, match=problem):
+@pytest.mark.parametrize("url", ["ftp://sms.example/send", "https:///send", "sms.example"])
+def test_a_url_that_is_not_http_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="http:// or https://"):
         sms.SmsGateway(url)
 
 
