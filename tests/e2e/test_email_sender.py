@@ -112,6 +112,41 @@ def test_smtp_4xx_is_retried_and_5xx_fails(
     assert len(plain.arrived()) == 1
 
 
+def test_a_sender_keeps_its_connection_and_replaces_one_the_server_closed(
+    plain: SmtpServer,
+) -> None:
+    async def three() -> list[delivery.Attempt]:
+        sender = email.EmailSender(email.SmtpServer.from_url(url(plain)))
+        try:
+            attempts = [await sender.send(MESSAGE), await sender.send(MESSAGE)]
+            plain.stop()  # the kept connection is closed under it
+            plain.start()
+            attempts.append(await sender.send(MESSAGE))
+            return attempts
+        finally:
+            await sender.close()
+
+    assert [a.verdict for a in asyncio.run(three())] == [delivery.SENT] * 3
+    assert len(plain.arrived()) == 3
+    assert plain.greetings() == 2  # one connection for the first two, a new one after
+
+
+def test_a_refused_message_leaves_the_connection_usable(plain: SmtpServer) -> None:
+    async def two() -> list[delivery.Attempt]:
+        sender = email.EmailSender(email.SmtpServer.from_url(url(plain)))
+        try:
+            plain.answer("rcpt", "550 5.1.1 No such user")
+            refused = await sender.send(MESSAGE)
+            plain.answer("rcpt", None)
+            return [refused, await sender.send(MESSAGE)]
+        finally:
+            await sender.close()
+
+    assert [a.verdict for a in asyncio.run(two())] == [delivery.FAILED, delivery.SENT]
+    assert len(plain.arrived()) == 1
+    assert plain.greetings() == 1
+
+
 def test_a_server_that_is_down_is_retried() -> None:
     attempt = send(email.SmtpServer("127.0.0.1", closed_port(), timeout=5))
     assert attempt.verdict == delivery.RETRY

@@ -4,7 +4,8 @@ each message it accepts to DIR (``NNNNNN.eml``, its envelope beside it in ``NNNN
 
 To make it refuse, write a reply in DIR: ``answer-rcpt`` (to each RCPT TO, e.g. ``550 5.1.1 no
 such user``) or ``answer-data`` (to each message, e.g. ``451 4.3.0 try again later``); remove
-the file and it accepts again. ``--tls starttls`` offers STARTTLS and requires it before mail;
+the file and it accepts again. Each EHLO is counted in ``DIR/ehlo.log`` (connections kept open
+are seen so). ``--tls starttls`` offers STARTTLS and requires it before mail;
 ``--tls implicit`` speaks TLS from the first byte (the certificate and key ``DIR/cert.pem``,
 ``DIR/key.pem``: :func:`self_signed`). ``--auth`` requires AUTH PLAIN or LOGIN with the user
 and password of ``SMTP_TEST_USER`` / ``SMTP_TEST_PASSWORD`` (never on its command line).
@@ -139,6 +140,13 @@ class SmtpServer:
         else:
             flag.write_text(reply)
 
+    def greetings(self) -> int:
+        """How many EHLO it was sent (one a connection; two with STARTTLS)."""
+        try:
+            return len((self.directory / "ehlo.log").read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
     def arrived(self) -> list[Arrived]:
         """What it accepted, in the order it came."""
         found = []
@@ -167,6 +175,14 @@ class _Handler:
             return (self._directory / f"answer-{stage}").read_text().strip() or None
         except FileNotFoundError:
             return None
+
+    async def handle_EHLO(
+        self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
+        with self._lock, (self._directory / "ehlo.log").open("a") as log:
+            log.write(f"{hostname}\n")
+        session.host_name = hostname
+        return responses
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: list[str]

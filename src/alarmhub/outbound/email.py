@@ -1,6 +1,7 @@
 """Email, the sender: one message (subject, plain text, an HTML alternative, From, To) through an
 SMTP server with aiosmtplib, and how the attempt ended (:mod:`alarmhub.core.delivery`, decisions
-section 13). No database: the notification channel gives it what to send.
+section 13). No database: the notification channel gives it what to send. :class:`EmailSender`
+keeps a few connections open between messages; :func:`send` sends one on its own connection.
 
 The server is a URL: ``smtp://HOST[:PORT]`` (25 unless given) in the clear or, with
 ``starttls``, upgraded by STARTTLS (refused if the server does not offer it: never sent in the
@@ -122,32 +123,99 @@ def build(email: Email) -> EmailMessage:
     return message
 
 
-async def send(server: SmtpServer, email: Email) -> delivery.Attempt:
-    """Send one message (a connection of its own); how the attempt ended."""
-    try:
-        message = build(email)
-    except ValueError as exc:
-        return delivery.failed(str(exc))
-    client = aiosmtplib.SMTP(
-        hostname=server.host,
-        port=server.port,
-        username=server.user if server.password else None,
-        password=server.password if server.user else None,
-        use_tls=server.tls == "implicit",
-        start_tls=server.tls == "starttls",
-        tls_context=server.context,
-        timeout=server.timeout,
-    )
-    try:
-        async with client:
+class EmailSender:
+    """Sends messages through one SMTP server, keeping up to ``idle_max`` connections open
+    between messages (a storm does not pay a connection, a TLS handshake and AUTH for each):
+    :meth:`send`; then :meth:`close`. A kept connection is checked (NOOP) before it is used
+    again: one the server closed meanwhile is replaced, nothing sent on it."""
+
+    def __init__(self, server: SmtpServer, idle_max: int = 8) -> None:
+        self.server = server
+        self._idle_max = idle_max
+        self._idle: list[aiosmtplib.SMTP] = []
+
+    async def send(self, email: Email) -> delivery.Attempt:
+        """Send one message; how the attempt ended."""
+        try:
+            message = build(email)
+        except ValueError as exc:
+            return delivery.failed(str(exc))
+        client: aiosmtplib.SMTP | None = None
+        try:
+            client = await self._connection()
             await client.send_message(message, sender=email.sender, recipients=[email.to])
-    except aiosmtplib.SMTPRecipientsRefused as exc:
-        refused = exc.recipients[0]
-        return delivery.smtp_attempt(refused.code, refused.message)
-    except aiosmtplib.SMTPResponseException as exc:
-        return delivery.smtp_attempt(exc.code, exc.message)
-    except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError, OSError) as exc:
-        return delivery.retry(f"{type(exc).__name__}: {exc}")  # no connection, timeouts, TLS
-    except aiosmtplib.SMTPException as exc:  # it cannot: no STARTTLS, no AUTH, no SMTPUTF8
-        return delivery.failed(f"the SMTP server cannot: {exc}")
-    return delivery.sent(250)
+            attempt = delivery.sent(250)
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            refused = exc.recipients[0]
+            attempt = delivery.smtp_attempt(refused.code, refused.message)
+        except aiosmtplib.SMTPResponseException as exc:
+            attempt = delivery.smtp_attempt(exc.code, exc.message)
+        except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError, OSError) as exc:
+            attempt = delivery.retry(f"{type(exc).__name__}: {exc}")  # no connection, TLS
+        except aiosmtplib.SMTPException as exc:  # it cannot: no STARTTLS, no AUTH, no SMTPUTF8
+            attempt = delivery.failed(f"the SMTP server cannot: {exc}")
+        except BaseException:  # cancelled: the connection is in an unknown state
+            if client is not None:
+                client.close()
+            raise
+        if client is not None:
+            # answered (sent, or refused and its envelope reset): the connection can go on
+            await self._done(client, keep=attempt.code is not None)
+        return attempt
+
+    async def close(self) -> None:
+        """Close the connections kept (QUIT, each within the server's timeout)."""
+        idle, self._idle = self._idle, []
+        for client in idle:
+            await _quit(client)
+
+    async def _connection(self) -> aiosmtplib.SMTP:
+        while self._idle:
+            client = self._idle.pop()
+            try:
+                await client.noop()
+                return client
+            except (aiosmtplib.SMTPException, OSError):
+                client.close()
+        server = self.server
+        client = aiosmtplib.SMTP(
+            hostname=server.host,
+            port=server.port,
+            username=server.user if server.password else None,
+            password=server.password if server.user else None,
+            use_tls=server.tls == "implicit",
+            start_tls=server.tls == "starttls",
+            tls_context=server.context,
+            timeout=server.timeout,
+        )
+        try:
+            await client.connect()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    async def _done(self, client: aiosmtplib.SMTP, keep: bool) -> None:
+        if keep and client.is_connected and len(self._idle) < self._idle_max:
+            self._idle.append(client)
+        else:
+            await _quit(client)
+
+
+async def _quit(client: aiosmtplib.SMTP) -> None:
+    try:
+        if client.is_connected:
+            await client.quit()
+    except (aiosmtplib.SMTPException, OSError):
+        pass
+    finally:
+        client.close()
+
+
+async def send(server: SmtpServer, email: Email) -> delivery.Attempt:
+    """Send one message on a connection of its own; how the attempt ended."""
+    sender = EmailSender(server, idle_max=0)
+    try:
+        return await sender.send(email)
+    finally:
+        await sender.close()
