@@ -131,6 +131,20 @@ def test_a_sender_keeps_its_connection_and_replaces_one_the_server_closed(
     assert plain.greetings() == 2  # one connection for the first two, a new one after
 
 
+def test_concurrent_messages_share_a_bounded_number_of_connections(plain: SmtpServer) -> None:
+    async def many() -> list[delivery.Attempt]:
+        server = email.SmtpServer.from_url(url(plain))
+        sender = email.EmailSender(server, connections_max=2)
+        try:
+            return list(await asyncio.gather(*(sender.send(MESSAGE) for _ in range(20))))
+        finally:
+            await sender.close()
+
+    assert [a.verdict for a in asyncio.run(many())] == [delivery.SENT] * 20
+    assert len(plain.arrived()) == 20
+    assert plain.greetings() <= 2
+
+
 def test_a_refused_message_leaves_the_connection_usable(plain: SmtpServer) -> None:
     async def two() -> list[delivery.Attempt]:
         sender = email.EmailSender(email.SmtpServer.from_url(url(plain)))

@@ -20,6 +20,7 @@ its URL asks (no STARTTLS, no AUTH) fail the message for good.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -123,23 +124,38 @@ def build(email: Email) -> EmailMessage:
     return message
 
 
-class EmailSender:
-    """Sends messages through one SMTP server, keeping up to ``idle_max`` connections open
-    between messages (a storm does not pay a connection, a TLS handshake and AUTH for each):
-    :meth:`send`; then :meth:`close`. A kept connection is checked (NOOP) before it is used
-    again: one the server closed meanwhile is replaced, nothing sent on it."""
+CONNECTIONS_MAX = 8
+"""Connections to one server at most (servers limit how many one client may open)."""
 
-    def __init__(self, server: SmtpServer, idle_max: int = 8) -> None:
+
+class EmailSender:
+    """Sends messages through one SMTP server on at most ``connections_max`` connections at
+    once, keeping up to ``idle_max`` open between messages (a storm does not pay a connection,
+    a TLS handshake and AUTH for each): :meth:`send`; then :meth:`close`. A kept connection is
+    checked (NOOP) before it is used again: one the server closed meanwhile is replaced,
+    nothing sent on it."""
+
+    def __init__(
+        self,
+        server: SmtpServer,
+        idle_max: int = CONNECTIONS_MAX,
+        connections_max: int = CONNECTIONS_MAX,
+    ) -> None:
         self.server = server
         self._idle_max = idle_max
         self._idle: list[aiosmtplib.SMTP] = []
+        self._slots = asyncio.Semaphore(connections_max)
 
     async def send(self, email: Email) -> delivery.Attempt:
-        """Send one message; how the attempt ended."""
+        """Send one message (once a connection is free); how the attempt ended."""
         try:
             message = build(email)
         except ValueError as exc:
             return delivery.failed(str(exc))
+        async with self._slots:
+            return await self._send(message, email)
+
+    async def _send(self, message: EmailMessage, email: Email) -> delivery.Attempt:
         client: aiosmtplib.SMTP | None = None
         try:
             client = await self._connection()
