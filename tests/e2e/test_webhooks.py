@@ -24,8 +24,8 @@ from sqlalchemy.engine import Engine
 from standardwebhooks.webhooks import Webhook
 
 from alarmhub.clock import now_us
+from alarmhub.core import delivery as rules
 from alarmhub.core import events
-from alarmhub.core import webhooks as rules
 from alarmhub.store import events as outbox
 from alarmhub.store import operations
 from alarmhub.store import schema as s

@@ -1,11 +1,10 @@
-"""Webhooks' rules: signatures checked by the independent ``standardwebhooks`` package, the
-retry schedule of decisions section 10, URLs and subscriptions."""
+"""Webhooks' rules: signatures checked by the independent ``standardwebhooks`` package, which
+answers deliver, URLs and subscriptions (the retry schedule: test_core_delivery)."""
 
 from __future__ import annotations
 
 import base64
 import ipaddress
-import itertools
 import time
 
 import pytest
@@ -50,26 +49,6 @@ def test_standardwebhooks_refuses_what_was_not_signed(tamper: str) -> None:
         secret = webhooks.new_secret()
     with pytest.raises(WebhookVerificationError):
         Webhook(secret).verify(body, headers)
-
-
-def test_retries_within_10_s_then_60_s_then_growing_for_at_least_24_hours() -> None:
-    for jitter in (0.0, 0.999999):
-        delays = []
-        failures = 1
-        while (delay := webhooks.retry_delay(failures, lambda j=jitter: j)) is not None:
-            delays.append(delay)
-            failures += 1
-        assert delays[0] <= 10
-        assert delays[1] <= 60
-        assert all(b >= a for a, b in itertools.pairwise(delays[1:]))
-        assert sum(delays) >= 24 * 3600
-        assert failures == webhooks.MAX_ATTEMPTS  # the attempt after the last delay fails it
-
-
-def test_jitter_lengthens_a_delay_by_at_most_a_quarter() -> None:
-    assert webhooks.retry_delay(3, lambda: 0.0) == 60
-    assert webhooks.retry_delay(3, lambda: 0.5) == 67.5
-    assert webhooks.retry_delay(0, lambda: 0.0) is None
 
 
 @pytest.mark.parametrize("status", [200, 201, 204, 299])
@@ -143,14 +122,3 @@ def test_subscriptions() -> None:
     assert webhooks.wants(kinds, "7001", ALARM_RAISED, "700123")
     assert not webhooks.wants(kinds, "7001", ALARM_RAISED, "700223")
     assert not webhooks.wants(kinds, "", "alarm.taken", "700123")
-
-
-def test_error_text_is_one_bounded_line() -> None:
-    assert webhooks.error_text("a\nb   c" + "x" * 500) == ("a b c" + "x" * 500)[:200]
-
-
-def test_a_lane_goes_from_its_first_delivery_while_they_are_due() -> None:
-    lane = [(1, 5), (2, 6), (3, 30), (4, 7)]
-    assert webhooks.chain(lane, 10) == [1, 2]  # 3 waits for its retry: 4 waits behind it
-    assert webhooks.chain(lane, 30) == [1, 2, 3, 4]
-    assert webhooks.chain([(1, 20), (2, 5)], 10) == []  # the first waits: the lane waits

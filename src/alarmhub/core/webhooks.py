@@ -4,8 +4,8 @@ order in each lane: the webhook's and one account's), and when a failed delivery
 
 A secret is ``whsec_`` and the base64 of 32 random bytes; an attempt's signature is ``v1,`` and
 the base64 HMAC-SHA256, keyed with the secret's bytes, of ``{webhook-id}.{webhook-timestamp}.
-{body}``. Retries: within 10 s of the first failure, within 60 s of the second, then growing
-delays with jitter, for at least 24 hours in all; then the delivery is ``failed``.
+{body}``. Any answer but a 2xx is a failure, retried on the schedule every channel shares
+(:mod:`alarmhub.core.delivery`); then the delivery is ``failed``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from urllib.parse import SplitResult, urlsplit
 
 from alarmhub.core.api_keys import ACCOUNTS_PATTERN
@@ -28,13 +28,6 @@ PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 STATES = (PENDING, DELIVERED, FAILED)
 ATTEMPT_SECONDS = 10.0
 """An attempt that has no answer by then is a failure (a timeout)."""
-RETRY_SECONDS = (2, 8, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 28800, 28800)
-"""The delay before each retry (the n-th failure waits the n-th delay), before its jitter."""
-JITTER = 0.25
-"""Each delay is lengthened by up to this share of it, at random (never shortened: the first
-two stay within 10 s and 60 s, the whole schedule at least 24 hours)."""
-MAX_ATTEMPTS = len(RETRY_SECONDS) + 1
-ERROR_MAX = 200
 
 
 def new_secret() -> str:
@@ -62,15 +55,6 @@ def headers(secret: str, webhook_id: str, timestamp: int, body: bytes) -> dict[s
         "webhook-signature": signature(secret, webhook_id, timestamp, body),
         "content-type": "application/json",
     }
-
-
-def retry_delay(failures: int, random: Callable[[], float]) -> float | None:
-    """Seconds to wait after the ``failures``-th failed attempt, or None: no more attempts (the
-    delivery is failed). ``random`` gives a float in [0, 1) (the jitter)."""
-    if failures < 1 or failures > len(RETRY_SECONDS):
-        return None
-    base = RETRY_SECONDS[failures - 1]
-    return base * (1 + JITTER * random())
 
 
 def delivered(status: int | None) -> bool:
@@ -164,8 +148,3 @@ def chain(lane: Iterable[tuple[int, int]], now_us: int) -> list[int]:
             break
         sendable.append(delivery_id)
     return sendable
-
-
-def error_text(text: str) -> str:
-    """An attempt's failure as stored and shown: one line, bounded."""
-    return " ".join(text.split())[:ERROR_MAX]

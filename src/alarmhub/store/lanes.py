@@ -91,6 +91,29 @@ def claim(conn: Connection, lane_ids: Collection[int], node: str, until_us: int)
         )
 
 
+def choose(
+    conn: Connection,
+    channel: str,
+    now_us: int,
+    limit: int,
+    *,
+    held: Collection[int] = (),
+    skip_targets: Collection[int] = (),
+    lease: tuple[str, int] | None = None,
+) -> list[Lane]:
+    """Up to ``limit`` lanes that are due, not ``held`` by this node (nor claimed by another).
+    ``lease=(node, lease_us)`` on a database shared by several nodes: in a write transaction,
+    each claimed until ``now_us + lease_us`` (lanes another node is claiming meanwhile are
+    passed over). Without it (the only node, SQLite) this is a read."""
+    found = due(conn, channel, now_us, limit + len(held), skip_targets=skip_targets,
+                lock=lease is not None)  # fmt: skip
+    chosen = [n for n in found if n.lane_id not in held][:limit]
+    if lease is not None:
+        node, lease_us = lease
+        claim(conn, [n.lane_id for n in chosen], node, now_us + lease_us)
+    return chosen
+
+
 def settle(
     conn: Connection,
     lane_ids: Collection[int],

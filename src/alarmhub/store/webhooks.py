@@ -232,6 +232,11 @@ class Claimed:
     attempts: int
     lease_until_us: int | None  # after this another node may claim it (None: no other node)
 
+    @property
+    def target_id(self) -> int:
+        """The lane's target (:mod:`alarmhub.outbound.delivery`): the webhook."""
+        return self.webhook_id
+
 
 class Taken(NamedTuple):
     """What :func:`take` hands out: chains (each one lane's deliveries, in event order) and the
@@ -251,17 +256,10 @@ def due_lanes(
     skip_webhooks: Collection[int] = (),
     claim: tuple[str, int] | None = None,
 ) -> list[lanes.Lane]:
-    """Up to ``limit`` lanes that are due, not ``held`` by this node (nor claimed by another).
-    ``claim=(node, lease_us)`` on a database shared by several nodes: in a write transaction,
-    each claimed until ``now_us + lease_us`` (lanes another node is claiming meanwhile are
-    passed over). Without it (the only node, SQLite) this is a read."""
-    found = lanes.due(conn, CHANNEL, now_us, limit + len(held), skip_targets=skip_webhooks,
-                      lock=claim is not None)  # fmt: skip
-    chosen = [n for n in found if n.lane_id not in held][:limit]
-    if claim is not None:
-        node, lease_us = claim
-        lanes.claim(conn, [n.lane_id for n in chosen], node, now_us + lease_us)
-    return chosen
+    """Webhooks' lanes that are due (:func:`alarmhub.store.lanes.choose`; ``claim``: its
+    ``lease``)."""
+    return lanes.choose(conn, CHANNEL, now_us, limit, held=held, skip_targets=skip_webhooks,
+                        lease=claim)  # fmt: skip
 
 
 _LANE = (

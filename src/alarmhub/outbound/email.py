@@ -1,0 +1,237 @@
+"""Email, the sender: one message (subject, plain text, an HTML alternative, From, To) through an
+SMTP server with aiosmtplib, and how the attempt ended (:mod:`alarmhub.core.delivery`, decisions
+section 13). No database: the notification channel gives it what to send. :class:`EmailSender`
+keeps a few connections open between messages; :func:`send` sends one on its own connection.
+
+The server is a URL: ``smtp://HOST[:PORT]`` (25 unless given) in the clear or, with
+``starttls``, upgraded by STARTTLS (refused if the server does not offer it: never sent in the
+clear instead), and ``smtps://HOST[:PORT]`` (465 unless given) in TLS from the first byte.
+Certificates are verified (the default context, or the ``tls`` one given). A user and password
+authenticate (AUTH) once the connection is encrypted where it is to be.
+
+The message is an :class:`email.message.EmailMessage` under the SMTP policy: a subject or name
+holding CR or LF (hostile text from an account's or zone's description) is made one line, and an
+address that is not one plain ``local@domain`` is refused, so no header can be injected.
+
+Outcomes: refused or broken connections, timeouts and SMTP 4xx are retried; SMTP 5xx (a rejected
+sender or recipient, failed authentication, a refused message) and a server that cannot do what
+its URL asks (no STARTTLS, no AUTH) fail the message for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.errors import HeaderParseError
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime, make_msgid
+from urllib.parse import urlsplit
+
+import aiosmtplib
+
+from alarmhub.core import delivery
+
+SCHEMES = {"smtp": 25, "smtps": 465}
+TIMEOUT_SECONDS = 10.0
+"""Each step of a conversation (connect, each command) may take this long."""
+
+
+@dataclass(frozen=True)
+class SmtpServer:
+    """Where email goes: ``host``, ``port``, ``tls`` (``"none"``, ``"starttls"`` or
+    ``"implicit"``), a user and password (AUTH) when both are given, and a TLS context (None:
+    the default one, certificates verified against the system's authorities)."""
+
+    host: str
+    port: int
+    tls: str = "none"
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    context: ssl.SSLContext | None = field(default=None, repr=False)
+    timeout: float = TIMEOUT_SECONDS
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        starttls: bool = False,
+        user: str | None = None,
+        password: str | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> SmtpServer:
+        """The server of an ``smtp://`` or ``smtps://`` URL (``starttls`` with ``smtp://``);
+        ``ValueError`` when it is neither (or its port is out of range). What a station may set
+        as its gateway is checked when it is set (:mod:`alarmhub.core.notifications`): a URL
+        carries no credentials, they come apart."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES or not parts.hostname:
+            raise ValueError("an SMTP server's URL is smtp://HOST[:PORT] or smtps://HOST[:PORT]")
+        if starttls and scheme == "smtps":
+            raise ValueError("smtps:// is TLS from the start: STARTTLS is for smtp://")
+        tls = "implicit" if scheme == "smtps" else "starttls" if starttls else "none"
+        return cls(parts.hostname or "", parts.port or SCHEMES[scheme], tls, user or None,
+                   password or None, context)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Email:
+    """One message: from ``sender`` (a plain address, shown with ``sender_name``) to ``to``."""
+
+    sender: str
+    to: str
+    subject: str
+    text: str
+    html: str | None = None
+    sender_name: str = ""
+
+
+def one_line(text: str, limit: int = 900) -> str:
+    """``text`` as one header line: every run of whitespace (CR and LF too) one space."""
+    return " ".join(text.split())[:limit]
+
+
+def address(text: str, name: str = "") -> Address:
+    """One plain ``local@domain`` address (with a display name), as the standard library parses
+    it; ``ValueError`` for anything else (several addresses, a display name inside, CR or LF)."""
+    try:
+        parsed = Address(addr_spec=text)
+    except (ValueError, IndexError, HeaderParseError) as exc:  # a defect is a ValueError
+        raise ValueError(f"not one plain email address: {text[:80]!r}") from exc
+    if not parsed.username or not parsed.domain or parsed.addr_spec != text:
+        raise ValueError(f"not one plain email address: {text[:80]!r}")
+    return Address(one_line(name, 200), parsed.username, parsed.domain)
+
+
+def build(email: Email) -> EmailMessage:
+    """The message as sent: a plain-text part and, when given, an HTML alternative; a Date and
+    a Message-ID. ``ValueError`` when an address is not one plain address."""
+    sender = address(email.sender, email.sender_name)
+    message = EmailMessage(policy=SMTP)
+    message["From"] = sender
+    message["To"] = address(email.to)
+    message["Subject"] = one_line(email.subject)
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = make_msgid(domain=sender.domain)
+    message.set_content(email.text)
+    if email.html is not None:
+        message.add_alternative(email.html, subtype="html")
+    return message
+
+
+CONNECTIONS_MAX = 8
+"""Connections to one server at most (servers limit how many one client may open)."""
+
+
+class EmailSender:
+    """Sends messages through one SMTP server on at most ``connections_max`` connections at
+    once, keeping up to ``idle_max`` open between messages (a storm does not pay a connection,
+    a TLS handshake and AUTH for each): :meth:`send`; then :meth:`close`. A kept connection is
+    checked (NOOP) before it is used again: one the server closed meanwhile is replaced,
+    nothing sent on it."""
+
+    def __init__(
+        self,
+        server: SmtpServer,
+        idle_max: int = CONNECTIONS_MAX,
+        connections_max: int = CONNECTIONS_MAX,
+    ) -> None:
+        self.server = server
+        self._idle_max = idle_max
+        self._idle: list[aiosmtplib.SMTP] = []
+        self._slots = asyncio.Semaphore(connections_max)
+
+    async def send(self, email: Email) -> delivery.Attempt:
+        """Send one message (once a connection is free); how the attempt ended."""
+        try:
+            message = build(email)
+        except ValueError as exc:
+            return delivery.failed(str(exc))
+        async with self._slots:
+            return await self._send(message, email)
+
+    async def _send(self, message: EmailMessage, email: Email) -> delivery.Attempt:
+        client: aiosmtplib.SMTP | None = None
+        try:
+            client = await self._connection()
+            await client.send_message(message, sender=email.sender, recipients=[email.to])
+            attempt = delivery.sent(250)
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            refused = exc.recipients[0]
+            attempt = delivery.smtp_attempt(refused.code, refused.message)
+        except aiosmtplib.SMTPResponseException as exc:
+            attempt = delivery.smtp_attempt(exc.code, exc.message)
+        except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError, OSError) as exc:
+            attempt = delivery.retry(f"{type(exc).__name__}: {exc}")  # no connection, TLS
+        except aiosmtplib.SMTPException as exc:  # it cannot: no STARTTLS, no AUTH, no SMTPUTF8
+            attempt = delivery.failed(f"the SMTP server cannot: {exc}")
+        except BaseException:  # cancelled: the connection is in an unknown state
+            if client is not None:
+                client.close()
+            raise
+        if client is not None:
+            # answered (sent, or refused and its envelope reset): the connection can go on
+            await self._done(client, keep=attempt.code is not None)
+        return attempt
+
+    async def close(self) -> None:
+        """Close the connections kept (QUIT, each within the server's timeout)."""
+        idle, self._idle = self._idle, []
+        for client in idle:
+            await _quit(client)
+
+    async def _connection(self) -> aiosmtplib.SMTP:
+        while self._idle:
+            client = self._idle.pop()
+            try:
+                await client.noop()
+                return client
+            except (aiosmtplib.SMTPException, OSError):
+                client.close()
+        server = self.server
+        client = aiosmtplib.SMTP(
+            hostname=server.host,
+            port=server.port,
+            username=server.user if server.password else None,
+            password=server.password if server.user else None,
+            use_tls=server.tls == "implicit",
+            start_tls=server.tls == "starttls",
+            tls_context=server.context,
+            timeout=server.timeout,
+        )
+        try:
+            await client.connect()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    async def _done(self, client: aiosmtplib.SMTP, keep: bool) -> None:
+        if keep and client.is_connected and len(self._idle) < self._idle_max:
+            self._idle.append(client)
+        else:
+            await _quit(client)
+
+
+async def _quit(client: aiosmtplib.SMTP) -> None:
+    try:
+        if client.is_connected:
+            await client.quit()
+    except (aiosmtplib.SMTPException, OSError):
+        pass
+    finally:
+        client.close()
+
+
+async def send(server: SmtpServer, email: Email) -> delivery.Attempt:
+    """Send one message on a connection of its own; how the attempt ended."""
+    sender = EmailSender(server, idle_max=0)
+    try:
+        return await sender.send(email)
+    finally:
+        await sender.close()

@@ -1,0 +1,132 @@
+"""The one delivery worker (:mod:`alarmhub.outbound.delivery`) on SQLite and PostgreSQL, with a
+channel whose sends answer as a script says (the webhooks' store underneath): a permanent
+failure ends its delivery at once and the lane goes on; a failure to retry holds back the rest
+of its lane, in order, until its retry goes; other lanes are not held."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+
+from alarmhub.clock import now_us
+from alarmhub.core import delivery
+from alarmhub.core import events as kinds
+from alarmhub.outbound.delivery import DeliveryWorker
+from alarmhub.outbound.webhooks import WebhookChannel
+from alarmhub.store import events
+from alarmhub.store import schema as s
+from alarmhub.store import webhooks as store
+from alarmhub.store.engine import write_transaction
+from tests.support.store_station import act, station
+
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
+SHOP, BANK = "700021", "700022"
+KEY = Fernet(Fernet.generate_key())
+DEADLINE_SECONDS = 30.0  # generous: a condition that never holds fails the test, not a slow one
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    with station(tmp_path, {SHOP: "Corner Shop", BANK: "First Bank"}) as engine:
+        yield engine
+
+
+class Scripted(WebhookChannel):
+    """The webhook channel whose sends answer from a script (by event id; then sent)."""
+
+    def __init__(self, script: dict[int, list[delivery.Attempt]]) -> None:
+        super().__init__(KEY)
+        self.script = script
+        self.sent: list[int] = []  # event ids, in the order attempted
+
+    async def send(self, item: store.Claimed) -> delivery.Attempt:
+        self.sent.append(item.event_id)
+        answers = self.script.get(item.event_id, [])
+        return answers.pop(0) if answers else delivery.sent(200)
+
+
+States = dict[int, tuple[str, int, int | None, str | None]]
+
+
+def publish(engine: Engine, account: str) -> int:
+    def work(conn: Connection) -> int:
+        events.publish(conn, kinds.ALARM_RAISED, account, {"account": account}, now_us())
+        return events.newest(conn)
+
+    return act(engine, work, queues=True)
+
+
+def states(engine: Engine) -> States:
+    """(state, attempts, last status, last error) of each delivery, by event id."""
+    d = s.webhook_delivery.c
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(d.event_id, d.state, d.attempts, d.last_status, d.last_error)
+        ).all()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+async def until(engine: Engine, holds: Callable[[States], bool], what: str) -> States:
+    """The deliveries' states once ``holds(states)`` is true (polled; failing only when it never
+    is within DEADLINE_SECONDS)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_SECONDS
+    while True:
+        found = await asyncio.to_thread(states, engine)
+        if holds(found):
+            return found
+        assert loop.time() < deadline, f"never happened: {what}; states {found}"
+        await asyncio.sleep(0.05)
+
+
+def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
+    engine: Engine,
+) -> None:
+    with write_transaction(engine) as conn:
+        store.add(conn, KEY, "http://127.0.0.1:9/hook", [kinds.ALARM_RAISED], "", now_us())
+    shop_first, bank_first = publish(engine, SHOP), publish(engine, BANK)
+    shop_second, bank_second = publish(engine, SHOP), publish(engine, BANK)
+    channel = Scripted(
+        {
+            shop_first: [delivery.failed("answered HTTP 410", 410)],
+            bank_first: [delivery.retry("answered HTTP 503", 503)],
+        }
+    )
+
+    async def run() -> None:
+        worker = DeliveryWorker(engine, channel, poll_seconds=0.05)
+        await worker.start()
+        try:
+            held = await until(
+                engine,
+                lambda f: f[shop_second][0] == "delivered" and f[bank_first][1] == 1,
+                "the shop's lane done, the bank's first delivery waiting for its retry",
+            )
+            assert held[shop_first] == ("failed", 1, 410, "answered HTTP 410")
+            assert held[bank_first] == ("pending", 1, 503, "answered HTTP 503")
+            assert held[bank_second][:2] == ("pending", 0)  # held back behind it
+            await until(
+                engine,
+                lambda f: f[bank_second][0] == "delivered",
+                "the bank's retry, then its second delivery",
+            )
+        finally:
+            await worker.stop()
+
+    asyncio.run(run())
+    assert [e for e in channel.sent if e in (bank_first, bank_second)] == [
+        bank_first,
+        bank_first,
+        bank_second,
+    ]
+    assert channel.sent.count(shop_first) == 1  # failed for good: never tried again
+    final = states(engine)
+    assert final[bank_first] == ("delivered", 2, 200, None)
+    assert final[shop_second][:2] == ("delivered", 1)
