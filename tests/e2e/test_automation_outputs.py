@@ -26,7 +26,7 @@ from alarmhub.clock import now_us
 from alarmhub.core import system_alarms, units
 from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
 from alarmhub.core.outputs import FAILURE_SECONDS, TRIES_PER_ADDRESS
-from alarmhub.receivers.surgard import TERMINATOR
+from alarmhub.core.surgard import TERMINATOR
 from alarmhub.store import schema
 from alarmhub.store.engine import open_engine, write_transaction
 from tests.support import dc09_panel
