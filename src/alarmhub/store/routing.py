@@ -139,11 +139,11 @@ class SignalRouting:
         self._preload(repo, signals)
         for signal in signals:
             self.router.route(repo, signal, now_us)
+        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
+            outputs.enqueue_signals(conn, signals, now_us, self.cache, repo)
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
-        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
-            outputs.enqueue_signals(conn, signals, now_us, self.cache)
         _MARK_ROUTED.execute(conn, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch
