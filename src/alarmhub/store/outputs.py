@@ -138,15 +138,15 @@ def enqueue_signals(
     now_us: int,
     cache: ProvisioningCache | None = None,
     repo: SqlRepository | None = None,
-) -> None:
+) -> int:
     """Queue a frame for each of ``signals`` (routed in this transaction, in incident-number
     order) on each output that wants its account. ``cache``: routing's, which holds the outputs
     and the line masks as of its last refresh (read here when not given): nothing is read
     when there is no output. ``repo``: the transaction's, which raises OUTPUT CANNOT SEND for
-    a signal an output cannot carry (without it, only logged)."""
+    a signal an output cannot carry (without it, only logged). How many frames were queued."""
     outputs = cache.outputs if cache is not None else settings(conn)
     if not outputs:
-        return
+        return 0
     masks = cache.masks if cache is not None else _masks(conn)
     rows: list[dict[str, Any]] = []
     unsendable: list[_Unsendable] = []
@@ -159,6 +159,7 @@ def enqueue_signals(
         conn.execute(insert(schema.output_frame), rows)
     if unsendable and repo is not None:
         _cannot_send(conn, repo, unsendable, now_us)
+    return len(rows)
 
 
 def enqueue_event(

@@ -84,6 +84,9 @@ class SignalRouting:
         self._inserts = Inserts(engine)
         self._last_sweep_us = 0
         self._counted_up_to = 0  # the runaway windows hold every signal routed up to here
+        # frames queued for the automation outputs since the writer last told its node (told
+        # once their transaction has committed, the node's idle senders read them at once)
+        self.frames_queued = 0
 
     def recall(self, conn: Connection, now_us: int) -> None:
         """Rebuild the runaway windows from the history of the last minutes (after a start)."""
@@ -140,7 +143,7 @@ class SignalRouting:
         for signal in signals:
             self.router.route(repo, signal, now_us)
         if self.cache.outputs:  # the automation outputs' frames, in incident-number order
-            outputs.enqueue_signals(conn, signals, now_us, self.cache, repo)
+            self.frames_queued += outputs.enqueue_signals(conn, signals, now_us, self.cache, repo)
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
