@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient, latencies
 
 from alarmhub.clock import now_us
-from alarmhub.receivers.surgard import contact_id_frame
+from alarmhub.core.surgard import contact_id_frame
 from alarmhub.store import receivers, sqlite
 from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.store.receivers import LinkSettings

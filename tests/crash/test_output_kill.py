@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from alarmhub.core.outputs import LEASE_SECONDS, LINE_DEFAULT, RECEIVER_DEFAULT
-from alarmhub.receivers.surgard import contact_id_frame
+from alarmhub.core.surgard import contact_id_frame
 from tests.support.automation_sim import ACK, NAK, AutomationSim, SimThread
 from tests.support.crashing import Servers, kill_node
 from tests.support.processes import (

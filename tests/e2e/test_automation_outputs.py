@@ -16,6 +16,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,13 +27,15 @@ from alarmhub.clock import now_us
 from alarmhub.core import system_alarms, units
 from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
 from alarmhub.core.outputs import FAILURE_SECONDS, TRIES_PER_ADDRESS
-from alarmhub.receivers.surgard import TERMINATOR
+from alarmhub.core.surgard import TERMINATOR
+from alarmhub.outbound import automation
 from alarmhub.store import schema
 from alarmhub.store.engine import open_engine, write_transaction
 from tests.support import dc09_panel
 from tests.support.automation_sim import ACK, NAK, SILENT, Received, SimThread
 from tests.support.database import POSTGRESQL, SQLITE, Record, database_url, db_rows
 from tests.support.dc09_panel import Panel, kind, spt
+from tests.support.in_process import InProcessStation, in_process_node
 from tests.support.processes import (
     PostsSignals,
     Server,
@@ -192,6 +195,27 @@ def test_http_and_dc09_signals_reach_the_automation_in_commit_order_once_each(
         finally:
             node.remove("every")
             node.remove("some")
+
+
+def test_a_routed_signal_reaches_the_automation_without_waiting_for_the_senders_poll(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: SimThread
+) -> None:
+    """The node's writer tells the node when its routing has queued frames, and the idle
+    sender reads them at once: with the poll for frames of other nodes an hour long, a signal
+    still reaches the automation (a node in this process, its writer in a thread)."""
+    monkeypatch.setattr(automation, "QUEUE_POLL_SECONDS", 3600.0)
+    token = provision(tmp_path)
+    cli(tmp_path, "output", "add", "woken", "--protocol", "surgard", "--connect", sim.address,
+        "--heartbeat-seconds", "3600")  # fmt: skip
+    with in_process_node(tmp_path) as running:
+        station = InProcessStation(running, token, tmp_path)
+        linked(sim)  # its first link test ACKed: idle, an hour from its next read of the queue
+        body = {"dnis": dc09_panel.DNIS, "panel": "1234", "code": "E130", "area": "01",
+                "zone_or_user": "001"}  # fmt: skip
+        answer = station.post(body)
+        assert answer.status_code == 200, answer.text
+        sim.until(lambda s: len(frames(s.received)) >= 1)
+        assert frames(sim.received()) == [burglary("001")]
 
 
 def test_a_nak_and_silence_send_the_same_frame_again_one_frame_in_flight(

@@ -28,7 +28,7 @@ from alarmhub.core.alarm_types import (
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.receiver_links import LinkSettings
 from alarmhub.core.response import Zone
-from alarmhub.receivers import surgard
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 from alarmhub.receivers.frames import ACK, NAK
 from alarmhub.store import operations, provisioning, queries, receivers, response
 from alarmhub.store import schema as s
@@ -41,8 +41,8 @@ pytestmark = pytest.mark.backends(SQLITE, POSTGRESQL)
 ACCOUNT = "701234"
 DNIS = "R1"
 FOLLOW_S = 5.0  # a running node follows a provisioning change, and reconnects, within 5 s
-EVENT = surgard.contact_id_frame(1, 1, "1234", "E130", "01", "015")
-LINK_TEST = surgard.link_test_frame(1, 1)
+EVENT = contact_id_frame(1, 1, "1234", "E130", "01", "015")
+LINK_TEST = link_test_frame(1, 1)
 FRAMES = {
     "surgard": EVENT,
     "ademco685": b"\n11 1234 18 E130 01 C015\r",
@@ -139,7 +139,7 @@ def test_every_protocol_s_alarm_reaches_pending_with_the_zone_s_description(rx: 
 
 
 def test_an_unmapped_line_is_an_unknown_account_and_receiver_data_is_kept(rx: Rx) -> None:
-    unmapped = surgard.contact_id_frame(2, 3, "1234", "E130", "01", "015")
+    unmapped = contact_id_frame(2, 3, "1234", "E130", "01", "015")
     with _connect(rx.ports["surgard"]) as sock:
         assert _exchange(sock, unmapped) == ACK
         assert _exchange(sock, b"\x01garbage\x14") == ACK

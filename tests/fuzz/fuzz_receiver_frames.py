@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from alarmhub.contactid import EVENTS
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 from alarmhub.dc09.receiver import PANEL_MAX
 from alarmhub.receivers import ademco685, d6500, surgard
 from alarmhub.receivers.frames import ACK, FRAME_MAX, NAK, Frame, Kind, Options, escaped
@@ -31,11 +32,11 @@ def _b32(frame: bytes) -> bytes:
 
 
 _SURGARD = [
-    surgard.contact_id_frame(1, 1, "1234", "E130", "01", "015"),
-    surgard.contact_id_frame(12, 100, "B2F0", "R401", "02", "003", 3),
-    surgard.contact_id_frame(1, 1, "1234567890", "P602", "00", "000"),
-    surgard.link_test_frame(1, 1),
-    surgard.link_test_frame(1, 0, 3),
+    contact_id_frame(1, 1, "1234", "E130", "01", "015"),
+    contact_id_frame(12, 100, "B2F0", "R401", "02", "003", 3),
+    contact_id_frame(1, 1, "1234567890", "P602", "00", "000"),
+    link_test_frame(1, 1),
+    link_test_frame(1, 0, 3),
     b"S011[#1234|Nri1BA01]\x14",
     b"S011[#1234567890|NBA01/ZZ02]\x14",
     b"S01100[#1234|Nda04-22-94ti16:02:15/id22/CL/PA31]\x14",

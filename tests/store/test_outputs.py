@@ -1,23 +1,26 @@
 """Automation outputs in the store (``store.outputs``), on SQLite and PostgreSQL: the frames
 routing queues in commit order for the outputs that want each account, with their exact bytes;
 the Contact ID events supervision queues for what alarmhub knows itself of an account; a frame
-deleted once delivered; the queue's counts; the output's lane held by one node at a time; and
-AUTOMATION OUTPUT FAILURE raised and restored from the sender's report."""
+deleted once delivered; the queue's counts; the output's lane held by one node at a time;
+AUTOMATION OUTPUT FAILURE raised and restored from the sender's report; and OUTPUT CANNOT SEND
+for a panel an output cannot carry."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.core import events
-from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
+from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE, OUTPUT_CANNOT_SEND
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.outputs import CHANNEL, OutputReport, OutputSettings, QueuedFrame
 from alarmhub.core.router import RoutePath
@@ -140,12 +143,62 @@ def test_routing_queues_each_signal_in_commit_order_for_the_outputs_that_want_it
         assert list(rows) == ["700012", "800034", "", "700077", "700abc"]
 
 
-def test_a_panel_sur_gard_cannot_carry_is_not_queued(engine: Engine) -> None:
+def cannot_send(engine: Engine) -> list[dict[str, Any]]:
+    """The OUTPUT CANNOT SEND alarms, oldest first, each with its linked history events."""
+    a, h = s.alarm.c, s.history.c
+    with engine.connect() as conn:
+        alarms = conn.execute(
+            select(a.alarm_id, a.state, a.hist_text, a.panel, a.source)
+            .where(a.type == OUTPUT_CANNOT_SEND.type)
+            .order_by(a.alarm_id)
+        ).mappings()
+        shown = [dict(row) for row in alarms]
+        for alarm in shown:
+            linked = select(h.hist_text).where(h.alarm_id == alarm["alarm_id"])
+            alarm["events"] = list(conn.execute(linked.order_by(h.incident_number)).scalars())
+    return shown
+
+
+def test_a_panel_sur_gard_cannot_carry_raises_one_alarm_an_output_while_it_is_open(
+    engine: Engine,
+) -> None:
     routing = SignalRouting(engine, 1000, 2)
-    [every] = add(engine, EVERY)
-    commit_and_route(engine, routing, [("D9", "XYZ", "E130", "001"), ("D9", "12", "E130", "001")],
-                     T0)  # fmt: skip
-    assert frames(engine, every) == [b"5011 180012E13001001" + DC4]
+    every, other = add(engine, EVERY, replace(EVERY, name="ever_"))  # "_": no LIKE wildcard
+    commit_and_route(engine, routing, [
+        ("D9", "ABCDEFGHIJ", "E130", "001"),  # 10 characters, not hexadecimal: no frame
+        ("D9", "12", "E130", "001"),
+        ("D9", "XYZ", "E110", "002"),  # the same outputs, the same batch: joins their alarm
+    ], T0)  # fmt: skip
+    good = [b"5011 180012E13001001" + DC4]
+    assert frames(engine, every) == frames(engine, other) == good
+    texts = {
+        name: [f"OUTPUT CANNOT SEND {name} ABCDEFGHIJ E130", f"OUTPUT CANNOT SEND {name} XYZ E110"]
+        for name in ("ever_", "every")
+    }
+    assert cannot_send(engine) == [  # the outputs by name
+        {"alarm_id": ANY, "state": "pending", "hist_text": texts[name][0], "panel": "ABCDEFGHIJ",
+         "source": "site", "events": texts[name]}
+        for name in ("ever_", "every")
+    ]  # fmt: skip
+
+    commit_and_route(
+        engine, routing, [("D9", "GHIJ", "E130", "003"), ("D9", "34", "E130", "003")], T0 + SECOND
+    )  # fmt: skip: a later batch, the alarms still open
+    assert frames(engine, every) == [*good, b"5011 180034E13001003" + DC4]
+    alarms = cannot_send(engine)
+    assert [len(alarm["events"]) for alarm in alarms] == [3, 3]
+    assert alarms[1]["events"][-1] == "OUTPUT CANNOT SEND every GHIJ E130"
+
+    with write_transaction(engine) as conn:  # an operator resolved the output's alarm
+        conn.execute(
+            update(s.alarm).where(s.alarm.c.alarm_id == alarms[1]["alarm_id"])
+            .values(state="resolved")
+        )  # fmt: skip
+    commit_and_route(engine, routing, [("D9", "KLM", "E130", "004")], T0 + 2 * SECOND)
+    after = cannot_send(engine)
+    assert len(after) == 3 and after[0]["events"][-1] == "OUTPUT CANNOT SEND ever_ KLM E130"
+    assert after[2]["hist_text"] == "OUTPUT CANNOT SEND every KLM E130"
+    assert after[2]["state"] == "pending" and after[2]["events"] == [after[2]["hist_text"]]
 
 
 def test_removed_outputs_get_nothing_more(engine: Engine) -> None:

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import serial_asyncio_fast
 
+from alarmhub.core.surgard import DC4
 from alarmhub.receivers.frames import ACK as ACK_BYTES
 from alarmhub.receivers.frames import NAK as NAK_BYTES
-from alarmhub.receivers.surgard import DC4
 
 ACK, NAK, SILENT = "ack", "nak", "silent"
 ANSWERS = {ACK: ACK_BYTES, NAK: NAK_BYTES, SILENT: b""}

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 
 from alarmhub.core.outputs import OutputReport, OutputSettings, QueuedFrame
+from alarmhub.core.surgard import contact_id_frame
 from alarmhub.outbound.automation import OutputSender
-from alarmhub.receivers.surgard import contact_id_frame
 from tests.support.automation_sim import AutomationSim
 
 T = TypeVar("T")

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import serial
 
+from alarmhub.core.surgard import link_test_frame
 from alarmhub.receivers.frames import ACK as ACK_ANSWER
 from alarmhub.receivers.frames import NAK as NAK_ANSWER
-from alarmhub.receivers.surgard import link_test_frame
 
 ACK, NAK = ACK_ANSWER[0], NAK_ANSWER[0]  # the answers' bytes
 READ_CHUNK = 4096

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from alarmhub.receivers.surgard import contact_id_frame
+from alarmhub.core.surgard import contact_id_frame
 from alarmhub.store.engine import driver_url
 from tests.support.database import db_rows
 from tests.support.processes import Server, cli

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from alarmhub.core.outputs import TRIES_PER_ADDRESS
+from alarmhub.outbound import automation
 from alarmhub.outbound.automation_lines import WRITE_BUFFER_MAX, LineDown, Peer
 from alarmhub.receivers.frames import ACK as ACK_BYTES
 from alarmhub.receivers.frames import NAK as NAK_BYTES
@@ -198,6 +199,26 @@ def test_an_idle_output_sends_the_link_test_and_its_ack_queues_nothing() -> None
                 store.enqueue(1, frame)
                 await eventually(lambda: store.delivered_ids == [1])
                 assert frame in sim.frames
+
+    run(scenario)
+
+
+def test_a_woken_idle_output_sends_what_was_queued_without_waiting_for_its_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(automation, "QUEUE_POLL_SECONDS", 3600.0)  # only the wake reads now
+
+    async def scenario() -> None:
+        async with sim_at() as sim:
+            output = settings(sim.address, heartbeat_seconds=3600)
+            store = FakeStore(output)
+            async with running(sender_for(output, store)) as sender:
+                await eventually(lambda: sender.state == "up")  # its link test ACKed: idle
+                frame = frames(1)[0]
+                store.enqueue(1, frame)
+                sender.wake()
+                await eventually(lambda: store.delivered_ids == [1])
+                assert sim.frames == [output.link_test(), frame]
 
     run(scenario)
 

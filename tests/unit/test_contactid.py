@@ -1,10 +1,11 @@
-"""``alarmhub.contactid``: the SIA DC-05 event table shipped with the package."""
+"""``alarmhub.contactid``: the SIA DC-05 event table shipped with the package and the check of
+one event's fields."""
 
 from __future__ import annotations
 
 import pytest
 
-from alarmhub.contactid import EVENTS, lookup
+from alarmhub.contactid import EVENTS, LETTERS, contact_id_event, lookup
 
 
 def test_table_has_every_code() -> None:
@@ -60,3 +61,15 @@ def test_restore_text_defaults_to_name_and_restore() -> None:
     assert EVENTS["358"].restore_text != EVENTS["358"].name
     # the restore of an opening is a closing: its text stays the name
     assert EVENTS["401"].restore_text == EVENTS["401"].name
+
+
+def test_contact_id_events_are_checked_field_by_field() -> None:
+    code = next(iter(EVENTS))
+    for letter in LETTERS:
+        assert contact_id_event(letter, code, "01", "015") == (letter + code, "01", "015")
+    assert isinstance(contact_id_event("X", code, "01", "015"), str)
+    assert isinstance(contact_id_event("E", "13", "01", "015"), str)
+    assert isinstance(contact_id_event("E", "999", "01", "015"), str)
+    assert isinstance(contact_id_event("E", code, "0A", "015"), str)
+    assert isinstance(contact_id_event("E", code, "01", "15"), str)
+    assert isinstance(contact_id_event("E", code, "01", "١٢٣"), str)  # non-ASCII digits

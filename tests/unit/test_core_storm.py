@@ -11,6 +11,7 @@ from alarmhub.core.alarm_types import (
     DEFAULTS,
     DURESS,
     FAIL_TO_TEST,
+    OUTPUT_CANNOT_SEND,
     RECEIVER_DATA,
     RECEIVER_EVENT,
     RECEIVER_LINK_FAILURE,
@@ -49,7 +50,7 @@ def test_stormable_types_are_those_that_raise_alarms() -> None:
     allowed = storm.stormable(DEFAULTS.values())
     assert {"ACPWR", "COMM", "TRBL", "BURG", FAIL_TO_TEST.type} <= allowed
     assert RECEIVER_LINK_FAILURE.type in allowed  # the station's own supervision alarms
-    assert AUTOMATION_OUTPUT_FAILURE.type in allowed
+    assert {AUTOMATION_OUTPUT_FAILURE.type, OUTPUT_CANNOT_SEND.type} <= allowed
     assert not {RECEIVER_EVENT.type, RECEIVER_DATA.type} & allowed  # what a receiver handed over
     assert "OPEN" not in allowed  # system-handled: never an alarm
     assert not allowed & storm.NEVER_STORMED

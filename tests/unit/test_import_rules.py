@@ -14,9 +14,6 @@ import alarmhub
 PACKAGE = Path(alarmhub.__file__).parent
 ADAPTERS = ("rx", "xm", "console", "dc09", "cli", "app")
 CONTACT_ID = "alarmhub.contactid"
-FRAME_BUILDERS = {"alarmhub.core.outputs": "alarmhub.receivers.surgard"}
-"""The one module outside the core a core module may import: an automation output's frames are
-built by the Sur-Gard receivers' own frame code (pure), decisions section 12."""
 COMPOSITION_ROOT = frozenset(
     {"alarmhub.node.app", "alarmhub.node.server", "alarmhub.node.workers",
      "alarmhub.node.worker_process", "alarmhub.__main__"}
@@ -73,10 +70,7 @@ def test_the_core_imports_only_the_core_the_contact_id_table_and_the_standard_li
             return within(name, "alarmhub.core") or within(name, CONTACT_ID)
         return name.split(".")[0] in sys.stdlib_module_names
 
-    found = offending(modules("core"), allowed)
-    for module, builder in FRAME_BUILDERS.items():
-        found[module] = [name for name in found.get(module, []) if not within(name, builder)]
-    assert {module: names for module, names in found.items() if names} == {}
+    assert offending(modules("core"), allowed) == {}
 
 
 def test_only_the_composition_root_imports_the_app() -> None:

@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 
-from alarmhub.dc09.events import QUALIFIERS
+from alarmhub.contactid import QUALIFIERS
 from alarmhub.receivers import d6500
 from alarmhub.receivers.frames import ACK, FRAME_MAX, NAK, Frame, Kind, Options, escaped
 

@@ -1,5 +1,5 @@
 """The frame types every receiver protocol shares: the bounded splitter (terminator, start byte,
-over-long frames, memory), the escaping of unreadable frames and the Contact ID event check."""
+over-long frames, memory) and the escaping of unreadable frames."""
 
 from __future__ import annotations
 
@@ -7,16 +7,13 @@ import tracemalloc
 
 import pytest
 
-from alarmhub.contactid import EVENTS
 from alarmhub.receivers.frames import (
     ACK,
     FRAME_MAX,
-    LETTERS,
     NAK,
     Kind,
     Options,
     Splitter,
-    contact_id_event,
     escaped,
     printable,
     unreadable,
@@ -116,18 +113,6 @@ def test_unreadable_frames_keep_every_byte_with_control_bytes_named() -> None:
     assert (
         printable(b"ok ~") == "ok ~" and printable(b"\x7f") is None and printable(b"\xe9") is None
     )
-
-
-def test_contact_id_events_are_checked_field_by_field() -> None:
-    code = next(iter(EVENTS))
-    for letter in LETTERS:
-        assert contact_id_event(letter, code, "01", "015") == (letter + code, "01", "015")
-    assert isinstance(contact_id_event("X", code, "01", "015"), str)
-    assert isinstance(contact_id_event("E", "13", "01", "015"), str)
-    assert isinstance(contact_id_event("E", "999", "01", "015"), str)
-    assert isinstance(contact_id_event("E", code, "0A", "015"), str)
-    assert isinstance(contact_id_event("E", code, "01", "15"), str)
-    assert isinstance(contact_id_event("E", code, "01", "١٢٣"), str)  # non-ASCII digits
 
 
 def test_the_protocols_are_named_as_links_name_them_and_each_answers_its_frames() -> None:

@@ -16,6 +16,7 @@ from alarmhub.core.alarm_types import RECEIVER_DATA, RECEIVER_EVENT
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.receiver_links import DESTINATION, LinkSettings
 from alarmhub.core.signal import Signal
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 from alarmhub.dc09.receiver import UNMAPPED_DNIS
 from alarmhub.receivers import links, surgard
 from alarmhub.receivers import session as session_module
@@ -24,8 +25,8 @@ from alarmhub.receivers.session import IN_FLIGHT_MAX, Link, Session, Traffic
 from alarmhub.store.commit import Stored
 from tests.support.processes import free_port
 
-EVENT = surgard.contact_id_frame(1, 1, "1234", "E130", "01", "015")
-LINK_TEST = surgard.link_test_frame(1, 1)
+EVENT = contact_id_frame(1, 1, "1234", "E130", "01", "015")
+LINK_TEST = link_test_frame(1, 1)
 RECEIVER_EVENT_FRAME = b"0011[#0000|NRU0000]\x14"
 
 
@@ -140,7 +141,7 @@ def test_an_event_is_acked_only_after_its_commit_and_answers_keep_the_frames_ord
 def test_an_unmapped_line_stores_the_unmapped_dnis() -> None:
     async def scenario() -> None:
         session, _, writer, _ = _session()
-        session.data_received(surgard.contact_id_frame(2, 3, "1234", "E130", "01", "015"))
+        session.data_received(contact_id_frame(2, 3, "1234", "E130", "01", "015"))
         (sig,) = writer.signals
         assert (sig.source, sig.fields.dnis) == ("SG1 R2L3", UNMAPPED_DNIS)
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from alarmhub.receivers.surgard import TERMINATOR as DC4
-from alarmhub.receivers.surgard import contact_id_frame, link_test_frame
+from alarmhub.core.surgard import TERMINATOR as DC4
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 from tests.support.pty_pair import pty_pair
 from tests.support.receiver_sim import (
     ACK,

@@ -8,6 +8,7 @@ import tracemalloc
 
 import pytest
 
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 from alarmhub.dc09.events import SIA_CODES
 from alarmhub.receivers import surgard
 from alarmhub.receivers.frames import ACK, FRAME_MAX, NAK, Frame, Kind, Options, escaped
@@ -223,7 +224,7 @@ def test_a_mebibyte_without_dc4_costs_frame_max_bytes() -> None:
     ],
 )
 def test_contact_id_frames_built_read_back(args: tuple, options: Options) -> None:
-    raw = surgard.contact_id_frame(*args)
+    raw = contact_id_frame(*args)
     receiver, line, account, code, area, zone = args[:6]
     frame = surgard.read(raw, options)
     assert frame.kind == Kind.EVENT
@@ -232,13 +233,9 @@ def test_contact_id_frames_built_read_back(args: tuple, options: Options) -> Non
 
 
 def test_the_built_contact_id_frame_is_the_decisions_example() -> None:
-    assert surgard.contact_id_frame(1, 1, "1234", "E130", "01", "015") == wire(
-        "5011s181234E13001015[DC4]"
-    )
-    assert surgard.link_test_frame(1, 1) == wire("1011sssssssssss@ssss[DC4]")
-    assert surgard.read(surgard.link_test_frame(7, 123, 3), SYSTEM) == Frame(
-        Kind.LINK_TEST, "07", "123"
-    )
+    assert contact_id_frame(1, 1, "1234", "E130", "01", "015") == wire("5011s181234E13001015[DC4]")
+    assert link_test_frame(1, 1) == wire("1011sssssssssss@ssss[DC4]")
+    assert surgard.read(link_test_frame(7, 123, 3), SYSTEM) == Frame(Kind.LINK_TEST, "07", "123")
 
 
 @pytest.mark.parametrize(
@@ -258,4 +255,4 @@ def test_the_built_contact_id_frame_is_the_decisions_example() -> None:
 )
 def test_the_builder_refuses_what_cannot_be_sent(args: tuple) -> None:
     with pytest.raises(ValueError):
-        surgard.contact_id_frame(*args)
+        contact_id_frame(*args)

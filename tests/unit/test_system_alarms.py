@@ -6,6 +6,7 @@ from alarmhub.core import system_alarms
 from alarmhub.core.alarm_types import ALARM_TEXT_MAX, cut_text
 from alarmhub.core.dc09 import line_name
 from alarmhub.core.outputs import NAME_MAX
+from alarmhub.dc09.receiver import PANEL_MAX
 
 
 def test_each_text_starts_with_its_alarm_type_and_names_what_it_is_about() -> None:
@@ -38,3 +39,13 @@ def test_the_automation_output_failure_names_the_output_and_fits_an_alarm() -> N
     text = system_alarms.automation_output_failure("x" * NAME_MAX)
     assert text == "AUTOMATION OUTPUT FAILURE " + "x" * NAME_MAX
     assert len(text) <= ALARM_TEXT_MAX
+
+
+def test_output_cannot_send_names_the_output_the_panel_and_the_code_and_fits_an_alarm() -> None:
+    text = system_alarms.output_cannot_send("every", "ABCDEFGHIJ", "E130")
+    assert text == "OUTPUT CANNOT SEND every ABCDEFGHIJ E130"
+    assert text.startswith(system_alarms.output_cannot_send_of("every"))
+    assert not text.startswith(system_alarms.output_cannot_send_of("ever"))
+    longest = system_alarms.output_cannot_send("x" * NAME_MAX, "Z" * PANEL_MAX, "E130")
+    assert longest == f"OUTPUT CANNOT SEND {'x' * NAME_MAX} {'Z' * PANEL_MAX} E130"
+    assert len(longest) <= ALARM_TEXT_MAX  # a signal's panel and code are never cut

@@ -1,6 +1,7 @@
 """The writer's channels (store/writer_channels.py): workers connect to its Unix socket, a group
 commit holding the frames of several workers answers each worker for its own frames, the lead
-is any channel's, and a worker that goes away leaves the others alone."""
+is any channel's, a worker that goes away leaves the others alone, and a notice reaches the
+node's processes that read answers."""
 
 from __future__ import annotations
 
@@ -121,3 +122,34 @@ def test_a_gone_worker_leaves_the_others_answered(
     is_open, _ = writer.read(0.1)
     assert not is_open, "the parent's end closed: stop"
     staying.close()
+
+
+def test_a_notice_goes_to_every_worker_and_not_to_a_parent_of_workers(
+    channels: tuple[Channels, socket.socket, str],
+) -> None:
+    writer, parent, path = channels
+    first, second = connect(path), connect(path)
+    writer.read(0.5)
+    writer.read(0.1)
+    for worker in (first, second):
+        assert receive(worker) == {"ready": True}
+    assert writer.tell(framing.QUEUED_NOTICE)
+    for worker in (first, second):
+        assert receive(worker) == {framing.QUEUED: True}
+    parent.setblocking(False)
+    with pytest.raises(BlockingIOError):  # the parent of workers reads nothing after the start
+        parent.recv(65536)
+    first.close()
+    second.close()
+
+
+def test_a_notice_goes_to_the_parent_when_it_is_the_node() -> None:
+    parent, control = socket.socketpair()
+    writer = Channels(control, bytearray())
+    try:
+        assert writer.tell(framing.QUEUED_NOTICE)
+        assert receive(parent) == {framing.QUEUED: True}
+        parent.close()
+        assert not writer.tell(framing.QUEUED_NOTICE), "the node is gone"
+    finally:
+        control.close()

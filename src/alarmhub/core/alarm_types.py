@@ -141,6 +141,7 @@ RECEIVER_EVENT = SystemAlarm("RXEVT", "RECEIVER EVENT", "G", "B0")
 RECEIVER_DATA = SystemAlarm("RXDAT", "RECEIVER DATA", "G", "DF")
 # automation outputs (decisions §12)
 AUTOMATION_OUTPUT_FAILURE = SystemAlarm("OUTFL", "AUTOMATION OUTPUT FAILURE", "G", "B0")
+OUTPUT_CANNOT_SEND = SystemAlarm("OUTSK", "OUTPUT CANNOT SEND", "G", "B0")
 
 
 def cut_text(text: str) -> str:

@@ -37,7 +37,7 @@ from alarmhub.core.receiver_links import (
     LINE_MAX,
     RECEIVER_MAX,
 )
-from alarmhub.receivers.surgard import contact_id_frame, link_test_frame
+from alarmhub.core.surgard import contact_id_frame, link_test_frame
 
 PROTOCOLS = ("surgard",)
 TRANSPORTS = ("connect", "listen", "serial")

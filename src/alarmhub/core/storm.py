@@ -16,6 +16,7 @@ from alarmhub.core.alarm_types import (
     DURESS,
     FAIL_TO_TEST,
     OPERATOR_HANDLED,
+    OUTPUT_CANNOT_SEND,
     RECEIVER_DATA,
     RECEIVER_EVENT,
     RECEIVER_LINK_FAILURE,
@@ -44,6 +45,7 @@ SYSTEM_TYPES = frozenset(
         COMMUNICATION_FAILURE,
         RECEIVER_LINK_FAILURE,
         AUTOMATION_OUTPUT_FAILURE,
+        OUTPUT_CANNOT_SEND,
     )
 )
 """The system's own alarms that storm mode may hold back (by TYPE, as any other alarm)."""

@@ -9,6 +9,7 @@ from alarmhub.core.alarm_types import (
     AUTOMATION_OUTPUT_FAILURE,
     COMMUNICATION_FAILURE,
     FAIL_TO_TEST,
+    OUTPUT_CANNOT_SEND,
     RECEIVER_DATA,
     RECEIVER_EVENT,
     RECEIVER_LINK_FAILURE,
@@ -53,6 +54,18 @@ def receiver_link_failure(name: str) -> str:
 def automation_output_failure(name: str) -> str:
     """An automation output could not deliver to the automation downstream."""
     return f"{AUTOMATION_OUTPUT_FAILURE.name} {name}"
+
+
+def output_cannot_send(name: str, panel: str, code: str) -> str:
+    """An automation output cannot carry what a panel reported (a panel its protocol has no
+    room for): the output, the panel and the event code, none of it sent."""
+    return cut_text(f"{output_cannot_send_of(name)}{panel} {code}")
+
+
+def output_cannot_send_of(name: str) -> str:
+    """How the text of the output ``name``'s OUTPUT CANNOT SEND alarms begins (an output's name
+    holds no space)."""
+    return f"{OUTPUT_CANNOT_SEND.name} {name} "
 
 
 def receiver_event(link: str, text: str) -> str:

@@ -13,10 +13,9 @@ import re
 from importlib import resources
 from typing import NamedTuple
 
-from alarmhub.contactid import EVENTS
+from alarmhub.contactid import EVENTS, QUALIFIERS
 from alarmhub.dc09.frame import new
 
-QUALIFIERS = {"1": "E", "3": "R", "6": "P"}
 AREA_MAX = 99
 ZONE_MAX = 999
 

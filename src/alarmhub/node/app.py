@@ -141,6 +141,7 @@ class Runtime:
             node_id = f"{socket.gethostname()[:40]}:{os.getpid()}"
             self.links = LinkSupervisor(self.engine, self.writer, FrameKeeper(self.engine), node_id)
             self.outputs = AutomationOutputs(store_outputs, node_id, engine=self.engine)
+            self.writer.queued_listeners.append(self.outputs.wake)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Runtime:

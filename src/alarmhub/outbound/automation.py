@@ -1,7 +1,11 @@
 """The automation output's sender (decisions section 12): one output's frames, read from its
 durable queue in commit order, sent to the automation one at a time as a Sur-Gard receiver
 sends them, each deleted from the queue once ACKed, before the next goes; the link test when
-idle; ``alarmhub output test``'s one link test."""
+idle; ``alarmhub output test``'s one link test.
+
+An idle sender reads its queue again at once when its node's routing has queued frames
+(:meth:`OutputSender.wake`, from the writer's notice), and every QUEUE_POLL_SECONDS for those
+another node's routing queued (a shared database)."""
 
 from __future__ import annotations
 
@@ -36,14 +40,15 @@ from alarmhub.outbound.automation_lines import (
     ListenLine,
     Peer,
     SerialLine,
-    wait_closed,
 )
 from alarmhub.receivers.frames import ACK, NAK
 from alarmhub.receivers.transports import RETRY_MAX_SECONDS, RETRY_MIN_SECONDS
 from alarmhub.store.engine import commit_without_fsync, read_in_thread
 
 BATCH = 256  # frames read from the queue at once
-HEAD_POLL_SECONDS = 0.05  # an idle output looks for new frames this often
+QUEUE_POLL_SECONDS = 0.5
+"""An idle output reads its queue this often for frames another node queued (its own node's
+routing wakes it at once)."""
 OPEN_TICK_SECONDS = 1.0  # while it waits for a connection, whether it has something to send
 NAK_PAUSE_SECONDS = 0.05  # before the frame goes again after a NAK (no loop at wire speed)
 DEFAULT_BAUD = 9600
@@ -159,6 +164,7 @@ class OutputSender:
         self._last_send: float | None = None  # monotonic
         self._last_frame_id: int | None = None  # the frame last sent (sent again: resent)
         self._state = IDLE
+        self._queued = asyncio.Event()  # set by wake: frames were queued
 
     # what it reports ---------------------------------------------------------------------
 
@@ -209,6 +215,11 @@ class OutputSender:
         self._note()
 
     # the queue -----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Frames were queued (this node's routing committed some): an idle sender reads its
+        queue now."""
+        self._queued.set()
 
     async def _refill(self) -> None:
         if self.queue:
@@ -339,14 +350,30 @@ class OutputSender:
     async def _next(self, peer: Peer) -> tuple[int | None, bytes]:
         """The first queued frame, or the link test when it is due (frame id None)."""
         while True:
+            self._queued.clear()  # a wake from here on reads the queue again
             await self._refill()
             if self.queue:
                 first = self.queue[0]
                 return first.frame_id, first.frame
             if self._test_due(connected=True):
                 return None, self.settings.link_test()
-            if await wait_closed(peer, HEAD_POLL_SECONDS):
-                raise LineDown("closed by the automation")
+            await self._idle(peer)
+
+    async def _idle(self, peer: Peer) -> None:
+        """Wait for a wake, the poll for frames other nodes queued, or the link test's time;
+        LineDown when the automation closes the connection meanwhile."""
+        timeout = QUEUE_POLL_SECONDS
+        heartbeat = self.settings.heartbeat_seconds
+        if self._last_send is not None and heartbeat > 0:
+            timeout = min(timeout, heartbeat - (time.monotonic() - self._last_send))
+        woken = asyncio.ensure_future(self._queued.wait())
+        try:
+            await asyncio.wait((woken, peer.closed), timeout=max(0.0, timeout),
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            woken.cancel()
+        if peer.closed.done():
+            raise LineDown("closed by the automation")
 
     async def _exchange(self, peer: Peer, frame_id: int | None, frame: bytes) -> None:
         """Send ``frame`` until an ACK; a link test gives way to a frame queued meanwhile."""

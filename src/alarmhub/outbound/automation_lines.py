@@ -6,7 +6,6 @@ replacing the old) and a serial port. What comes back is read without holding it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 from abc import ABC, abstractmethod
@@ -221,12 +220,3 @@ class SerialLine(Line):
 
     async def open(self) -> Peer:
         return await open_serial(lambda: Peer(self.address), self.address, self.baud, self.framing)
-
-
-async def wait_closed(peer: Peer, timeout: float) -> bool:
-    """Whether ``peer`` closed within ``timeout`` seconds."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout):
-            await asyncio.shield(peer.closed)
-            return True
-    return False

@@ -66,6 +66,12 @@ class AutomationOutputs:
         self._tasks: list[asyncio.Task[None]] = []
         self._urgent = asyncio.Event()
 
+    def wake(self) -> None:
+        """Frames were queued (this node's routing committed some): every idle sender reads its
+        queue now rather than at its next poll."""
+        for run in self.running.values():
+            run.sender.wake()
+
     async def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._poll(), name="automation-outputs"),

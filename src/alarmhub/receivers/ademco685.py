@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from alarmhub.contactid import contact_id_event
 from alarmhub.receivers.frames import (
     ACK,
     FRAME_MAX,
@@ -14,7 +15,6 @@ from alarmhub.receivers.frames import (
     Kind,
     Options,
     Splitter,
-    contact_id_event,
     printable,
     unreadable,
 )

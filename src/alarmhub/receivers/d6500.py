@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import string
 
-from alarmhub.dc09.events import QUALIFIERS
+from alarmhub.contactid import QUALIFIERS, contact_id_event
 from alarmhub.receivers.frames import (
     ACK,
     FRAME_MAX,
@@ -15,7 +15,6 @@ from alarmhub.receivers.frames import (
     Kind,
     Options,
     Splitter,
-    contact_id_event,
     printable,
     unreadable,
 )

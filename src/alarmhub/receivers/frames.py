@@ -12,9 +12,6 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from alarmhub.contactid import EVENTS
-from alarmhub.dc09.events import QUALIFIERS
-
 ACK = b"\x06"
 NAK = b"\x15"
 FRAME_MAX = 256
@@ -74,29 +71,11 @@ def escaped(raw: bytes) -> str:
 
 _NAMES = {0x0A: "[LF]", 0x0D: "[CR]", 0x14: "[DC4]", 0x06: "[ACK]", 0x15: "[NAK]"}
 _PRINTABLE = re.compile(rb"[\x20-\x7e]*")
-_AREA = re.compile(r"[0-9]{2}")
-_ZONE = re.compile(r"[0-9]{3}")
-LETTERS = tuple(QUALIFIERS.values())
-"""Contact ID's qualifiers as letters (E new event, R restore, P status), as events carry them."""
 
 
 def printable(raw: bytes) -> str | None:
     """``raw`` as text when it is all printable ASCII, else None."""
     return raw.decode("ascii") if _PRINTABLE.fullmatch(raw) else None
-
-
-def contact_id_event(qualifier: str, code: str, area: str, zone: str) -> tuple[str, str, str] | str:
-    """One Contact ID event as :attr:`Frame.events` holds it (``("E130", "01", "015")``), or
-    why it is not one: qualifier E/R/P, a DC-05 event code, area 2 digits, zone 3 digits."""
-    if qualifier not in LETTERS:
-        return f"qualifier {qualifier!r} is not one of {', '.join(LETTERS)}"
-    if code not in EVENTS:
-        return f"Contact ID event {code!r} is not in DC-05"
-    if _AREA.fullmatch(area) is None:
-        return f"area {area!r} is not 2 digits"
-    if _ZONE.fullmatch(zone) is None:
-        return f"zone {zone!r} is not 3 digits"
-    return qualifier + code, area, zone
 
 
 def unreadable(raw: bytes, reason: str, receiver: str = "", line: str = "") -> Frame:

@@ -1,12 +1,14 @@
 """The Sur-Gard automation protocol (MLR2, System I-5) of decisions section 11: frames ending
-with DC4 read into :class:`~alarmhub.receivers.frames.Frame`, their answers, and the frames the
-automation output sends. Pure: no I/O."""
+with DC4 read into :class:`~alarmhub.receivers.frames.Frame` and their answers; the frame layout
+and the frames an automation output sends are :mod:`alarmhub.core.surgard`'s. Pure: no I/O."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
 
+from alarmhub.contactid import contact_id_event
+from alarmhub.core.surgard import ACCOUNT_FORMS, DC4, TERMINATOR
 from alarmhub.dc09.events import sia_dcs
 from alarmhub.dc09.receiver import PANEL_MAX
 from alarmhub.receivers.frames import (
@@ -17,18 +19,13 @@ from alarmhub.receivers.frames import (
     Kind,
     Options,
     Splitter,
-    contact_id_event,
     printable,
     unreadable,
 )
 
-DC4 = 0x14
-TERMINATOR = bytes([DC4])
 B32 = b"\x00\x00"  # a B32 header's first two bytes
 B32_SIZE = 4
 B32_ANSWER = b"\x00\x00\x00\x05"  # the header of an answer: 5 bytes in all
-LINK_TEST_SPACES = (11, 4)  # spaces before and after the "@" of the link test the receivers send
-ACCOUNT_FORMS = {"18": 4, "58": 10}  # message type -> digits of the account
 
 _RECEIVER = re.compile(r"[0-9]{2}")
 _LINK_TEST = re.compile(r" +@ *")
@@ -181,44 +178,3 @@ def answer(frame: Frame, ack: bool) -> bytes:
     """ACK (0x06) or NAK (0x15), in a B32 header when the frame came in one."""
     byte = ACK if ack else NAK
     return B32_ANSWER + byte if frame.wrapped else byte
-
-
-def _header(receiver: int, line: int, line_digits: int) -> str:
-    if not 0 <= receiver <= 99:
-        raise ValueError(f"receiver {receiver} is not 0-99")
-    if not (line_digits >= 1 and 0 <= line < 10**line_digits):
-        raise ValueError(f"line {line} does not fit {line_digits} digits")
-    return f"{receiver:02d}{line:0{line_digits}d}"
-
-
-def contact_id_frame(
-    receiver: int,
-    line: int,
-    account: str,
-    code: str,
-    area: str,
-    zone: str,
-    line_digits: int = 1,
-) -> bytes:
-    """A Contact ID frame as a Sur-Gard receiver sends it: ``5RRLs18AAAAQXYZGGCCC[DC4]``; an
-    account of 5 to 10 characters in the 10-digit form (``s58``). Raises ValueError when a
-    field cannot be sent."""
-    header = _header(receiver, line, line_digits)
-    if not (0 < len(account) <= max(ACCOUNT_FORMS.values())) or not re.fullmatch(
-        "[0-9A-F]+", account
-    ):
-        raise ValueError(f"account {account!r} is not 1-10 digits (0-9, A-F)")
-    kind = "18" if len(account) <= ACCOUNT_FORMS["18"] else "58"
-    event = contact_id_event(code[:1], code[1:], area, zone)
-    if isinstance(event, str) or len(code) != 4:
-        raise ValueError(f"event {code} {area} {zone}: {event}")
-    padded = account.zfill(ACCOUNT_FORMS[kind])
-    return f"5{header} {kind}{padded}{code}{area}{zone}".encode("ascii") + TERMINATOR
-
-
-def link_test_frame(receiver: int, line: int, line_digits: int = 1) -> bytes:
-    """The link test (heartbeat) a Sur-Gard receiver sends: ``1RRL`` + 11 spaces + ``@`` + 4
-    spaces + DC4."""
-    before, after = LINK_TEST_SPACES
-    text = f"1{_header(receiver, line, line_digits)}{' ' * before}@{' ' * after}"
-    return text.encode("ascii") + TERMINATOR

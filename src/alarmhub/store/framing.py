@@ -39,3 +39,8 @@ def decode_all(buffer: bytearray) -> list[Any]:
 
 CHECKPOINT_REQUEST = encode({CHECKPOINT: True})
 """The frame of the node's checkpoint request, as sent."""
+QUEUED = "queued"
+"""The writer tells the node its routing committed frames for the automation outputs
+(``{QUEUED: true}``, :data:`QUEUED_NOTICE`), so that the node's senders read them at once."""
+QUEUED_NOTICE = encode({QUEUED: True})
+"""The frame of that notice, as sent."""

@@ -2,7 +2,8 @@
 of frames each has to send, written by the transactions that commit what the frames report
 (routing's and supervision's, both after the incident counter's lock, so the frames' ids follow
 commit order on both databases), the lane that lets one node at a time send an output, what
-that node reports, and AUTOMATION OUTPUT FAILURE.
+that node reports, AUTOMATION OUTPUT FAILURE, and OUTPUT CANNOT SEND for what an output's
+protocol cannot carry.
 
 Frames wait until the automation ACKs them, however long: those queued longer than
 RETENTION_HOURS_DEFAULT are kept and counted as ``stale``, never deleted."""
@@ -11,14 +12,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Connection, case, delete, func, insert, select, update
 
 from alarmhub.core import events, system_alarms, units
-from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
+from alarmhub.core.alarm_types import (
+    AUTOMATION_OUTPUT_FAILURE,
+    OPERATOR_HANDLED,
+    OUTPUT_CANNOT_SEND,
+)
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.line_mask import apply_mask
+from alarmhub.core.operations import UNRESOLVED_STATES
 from alarmhub.core.outputs import (
     CHANNEL,
     FAILURE_SECONDS,
@@ -33,7 +39,7 @@ from alarmhub.core.outputs import (
 from alarmhub.core.outputs import OutputReport as OutputReport
 from alarmhub.core.outputs import OutputSettings as OutputSettings
 from alarmhub.core.outputs import QueuedFrame as QueuedFrame
-from alarmhub.core.router import Router, StoredSignal
+from alarmhub.core.router import HistoryEvent, RoutePath, Router, StoredSignal
 from alarmhub.store import lanes, schema
 from alarmhub.store.provisioning import bump_revision
 
@@ -131,23 +137,29 @@ def enqueue_signals(
     signals: Sequence[StoredSignal],
     now_us: int,
     cache: ProvisioningCache | None = None,
-) -> None:
+    repo: SqlRepository | None = None,
+) -> int:
     """Queue a frame for each of ``signals`` (routed in this transaction, in incident-number
     order) on each output that wants its account. ``cache``: routing's, which holds the outputs
     and the line masks as of its last refresh (read here when not given): nothing is read
-    when there is no output."""
+    when there is no output. ``repo``: the transaction's, which raises OUTPUT CANNOT SEND for
+    a signal an output cannot carry (without it, only logged). How many frames were queued."""
     outputs = cache.outputs if cache is not None else settings(conn)
     if not outputs:
-        return
+        return 0
     masks = cache.masks if cache is not None else _masks(conn)
     rows: list[dict[str, Any]] = []
+    unsendable: list[_Unsendable] = []
     for signal in signals:
         mask = masks.get(signal.dnis)
         account = (apply_mask(mask, signal.panel) if mask is not None else None) or ""
         rows += _frames(outputs, account, signal.panel, signal.code, signal.area, signal.zone,
-                        now_us, signal.incident_number)  # fmt: skip
+                        now_us, signal, unsendable)  # fmt: skip
     if rows:
         conn.execute(insert(schema.output_frame), rows)
+    if unsendable and repo is not None:
+        _cannot_send(conn, repo, unsendable, now_us)
+    return len(rows)
 
 
 def enqueue_event(
@@ -159,36 +171,115 @@ def enqueue_event(
     zone: str,
     now_us: int,
     outputs: Sequence[OutputSettings] | None = None,
+    repo: SqlRepository | None = None,
 ) -> None:
     """Queue the Contact ID event alarmhub sends for what it knows itself of an account
     (core.outputs.OWN_EVENTS) on each output that wants the account; ``outputs`` as the
-    caller's cache holds them (read here when not given)."""
+    caller's cache holds them (read here when not given); ``repo`` as for
+    :func:`enqueue_signals`."""
     wanting = settings(conn) if outputs is None else outputs
-    rows = _frames(wanting, account_number, panel, code, area, zone, now_us, None)
+    unsendable: list[_Unsendable] = []
+    rows = _frames(wanting, account_number, panel, code, area, zone, now_us, None, unsendable)
     if rows:
         conn.execute(insert(schema.output_frame), rows)
+    if unsendable and repo is not None:
+        _cannot_send(conn, repo, unsendable, now_us)
+
+
+class _Unsendable(NamedTuple):
+    """An event an output's protocol cannot carry, and the signal it came from (None for
+    alarmhub's own events)."""
+
+    output: str
+    panel: str
+    code: str
+    signal: StoredSignal | None
 
 
 def _frames(
     outputs: Iterable[OutputSettings], account: str, panel: str, code: str, area: str,
-    zone: str, now_us: int, incident: int | None,
+    zone: str, now_us: int, signal: StoredSignal | None, unsendable: list[_Unsendable],
 ) -> list[dict[str, Any]]:  # fmt: skip
+    """The frames of one event for the outputs that want ``account``; what an output cannot
+    carry is logged and added to ``unsendable``, not queued (there is nothing to send)."""
     rows = []
     for output in outputs:
         if not wanted(output.accounts, account):
             continue
         try:
             frame = signal_frame(output, panel, code, area, zone)
-        except ValueError as exc:  # a panel Sur-Gard cannot carry: logged, not sent
+        except ValueError as exc:  # a panel Sur-Gard cannot carry
             log.warning(
                 "output cannot send the event",
                 extra={"output": output.name, "panel": panel, "code": code,
-                       "incident_number": incident, "reason": str(exc)},
+                       "incident_number": signal.incident_number if signal else None,
+                       "reason": str(exc)},
             )  # fmt: skip
+            unsendable.append(_Unsendable(output.name, panel, code, signal))
             continue
         rows.append({"output_id": output.output_id, "frame": frame.decode("ascii"),
                      "account_number": account, "queued_us": now_us})  # fmt: skip
     return rows
+
+
+def _cannot_send(
+    conn: Connection, repo: SqlRepository, unsendable: Iterable[_Unsendable], now_us: int
+) -> None:
+    """OUTPUT CANNOT SEND (account "", the signal's origin) for what an output cannot carry:
+    one alarm an output while it is unresolved; what else that output cannot carry meanwhile
+    joins it (an event of its history, linked to it), so a panel that keeps sending does not
+    fill the queue."""
+    for event in unsendable:
+        text = system_alarms.output_cannot_send(event.output, event.panel, event.code)
+        open_id = _open_cannot_send(conn, repo, event.output)
+        if open_id is None:
+            raised = Router.raise_alarm(repo, OUTPUT_CANNOT_SEND, "", text, now_us, event.signal)
+            repo.cannot_send_alarms[event.output] = raised
+            continue
+        origin = event.signal
+        repo.add_history(
+            HistoryEvent(
+                account_number="",
+                incident_number=repo.new_incident_number(),
+                received_us=now_us,
+                type=OUTPUT_CANNOT_SEND.type,
+                alarm_category=OPERATOR_HANDLED,
+                priority=OUTPUT_CANNOT_SEND.priority,
+                color=OUTPUT_CANNOT_SEND.color,
+                hist_text=text,
+                path=RoutePath.SYSTEM,
+                alarm_id=open_id,
+                source=origin.source if origin else "",
+                destination=origin.destination if origin else "",
+                dnis=origin.dnis if origin else "",
+                panel=origin.panel if origin else "",
+            )
+        )
+        repo.join_alarm(open_id, OUTPUT_CANNOT_SEND.priority)
+
+
+def _open_cannot_send(conn: Connection, repo: SqlRepository, output: str) -> int | None:
+    """The output's unresolved OUTPUT CANNOT SEND alarm, the newest; None when there is none.
+    The caller holds the incident counter's lock: no other node raises one meanwhile."""
+    known = repo.cannot_send_alarms.get(output)
+    if known is not None:
+        return known
+    alarm = schema.alarm.c
+    prefix = system_alarms.output_cannot_send_of(output)
+    found = conn.execute(
+        select(alarm.alarm_id)
+        .where(
+            alarm.type == OUTPUT_CANNOT_SEND.type,
+            alarm.state.in_(UNRESOLVED_STATES),
+            alarm.hist_text.startswith(prefix, autoescape=True),
+        )
+        .order_by(alarm.alarm_id.desc())
+        .limit(1)
+    ).scalar()
+    if found is None:
+        return None
+    repo.cannot_send_alarms[output] = int(found)
+    return int(found)
 
 
 def _masks(conn: Connection) -> dict[str, str]:

@@ -180,6 +180,9 @@ class SqlRepository:
         self._restores: list[dict[str, Any]] = []  # restore times to write at flush
         self._joins: dict[int, str] = {}  # alarms joined, the most urgent priority, for flush
         self._unknown_alarms: dict[tuple[str, str], int] = {}
+        # OUTPUT CANNOT SEND alarms unresolved or raised in this transaction, by output name
+        # (store.outputs: one an output at a time)
+        self.cannot_send_alarms: dict[str, int] = {}
         self._history: list[tuple[Any, ...]] = []
         self._events: list[tuple[Any, ...]] = []  # in the order of what happened
         self._raised_event: dict[int, int] = {}  # alarm id: its alarm.raised in _events

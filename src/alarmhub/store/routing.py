@@ -84,6 +84,9 @@ class SignalRouting:
         self._inserts = Inserts(engine)
         self._last_sweep_us = 0
         self._counted_up_to = 0  # the runaway windows hold every signal routed up to here
+        # frames queued for the automation outputs since the writer last told its node (told
+        # once their transaction has committed, the node's idle senders read them at once)
+        self.frames_queued = 0
 
     def recall(self, conn: Connection, now_us: int) -> None:
         """Rebuild the runaway windows from the history of the last minutes (after a start)."""
@@ -139,11 +142,11 @@ class SignalRouting:
         self._preload(repo, signals)
         for signal in signals:
             self.router.route(repo, signal, now_us)
+        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
+            self.frames_queued += outputs.enqueue_signals(conn, signals, now_us, self.cache, repo)
         raised = repo.flush()
         if raised:
             handling.hand_out(conn, now_us, arriving=raised)
-        if self.cache.outputs:  # the automation outputs' frames, in incident-number order
-            outputs.enqueue_signals(conn, signals, now_us, self.cache)
         _MARK_ROUTED.execute(conn, {"last": signals[-1].incident_number})
         # the windows run on receive times: forget by the newest signal routed, not the clock;
         # a sweep walks every account, so it runs a few times a window, not every batch

@@ -112,7 +112,7 @@ class Supervision:
             if self.cache.outputs:
                 panel = outputs.last_panel(conn, account)
                 outputs.enqueue_event(conn, account, panel, TEST_FAILED, OWN_AREA, OWN_ZONE,
-                                      now_us, self.cache.outputs)  # fmt: skip
+                                      now_us, self.cache.outputs, repo)  # fmt: skip
             data = events.supervision_data(FAIL_TO_TEST, account, alarm_id)
             repo.publish(events.SUPERVISION_FAILED, account, data, now_us)
             log.warning("fail to test", extra={"account": account, "incident_number": alarm_id})
@@ -188,7 +188,7 @@ class Supervision:
             mask = self.cache.masks.get(dnis)
             number = apply_mask(mask, dc09_account) if mask is not None else None
             account = number if number and repo.account_exists(number) else ""
-            self._forward(conn, COMMUNICATION_FAILED, number or "", dc09_account, now_us)
+            self._forward(conn, repo, COMMUNICATION_FAILED, number or "", dc09_account, now_us)
             # where the alarm comes from, as an operator reads it on a signal's alarm
             where = line_name(receiver, line)
             origin = StoredSignal(
@@ -219,7 +219,7 @@ class Supervision:
             dnis = lines.get((receiver, line), "")
             mask = self.cache.masks.get(dnis)
             number = apply_mask(mask, dc09_account) if mask is not None else None
-            self._forward(conn, COMMUNICATION_RESTORED, number or "", dc09_account, now_us)
+            self._forward(conn, repo, COMMUNICATION_RESTORED, number or "", dc09_account, now_us)
             text = system_alarms.communication_failure(dc09_account, receiver, line)
             Router.restore_alarm(
                 repo, COMMUNICATION_FAILURE, alarm_id, raised_on or "", text, now_us
@@ -236,8 +236,11 @@ class Supervision:
             )
         return len(failed) + len(back)
 
-    def _forward(self, conn: Connection, code: str, account: str, panel: str, now_us: int) -> None:
+    def _forward(
+        self, conn: Connection, repo: SqlRepository, code: str, account: str, panel: str,
+        now_us: int,
+    ) -> None:  # fmt: skip
         """Queue ``code`` about the account for the automation outputs that want it."""
         if self.cache.outputs:
             outputs.enqueue_event(conn, account, panel, code, OWN_AREA, OWN_ZONE, now_us,
-                                  self.cache.outputs)  # fmt: skip
+                                  self.cache.outputs, repo)  # fmt: skip

@@ -157,6 +157,8 @@ class SignalWriter:
         # its own database always does; on a shared one, as Leadership tells (set_leader). A
         # worker says only what its Leadership tells (the parent tells the writer the rest).
         self._leader = engine.dialect.name == "sqlite" and address is None
+        self.queued_listeners: list[Callable[[], None]] = []
+        """Called when the writer's routing has committed frames for the automation outputs."""
 
     @property
     def closing(self) -> bool:
@@ -261,6 +263,10 @@ class SignalWriter:
         self._transport.write(framing.encode([row for row, _ in outbox]))
 
     def _answer(self, message: dict[str, Any]) -> None:
+        if framing.QUEUED in message:
+            for listener in self.queued_listeners:
+                listener()
+            return
         if "ready" in message:
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(None)

@@ -185,6 +185,24 @@ class Channels:
                 self._close(channel)
         return True
 
+    def tell(self, frame: bytes) -> bool:
+        """Send ``frame`` (a notice, such as ``framing.QUEUED_NOTICE``) to the node's processes
+        that read the writer's answers: the parent's channel when the parent is the node, else
+        every worker's (a parent of workers reads nothing after the start); False when the
+        parent's channel is gone."""
+        if self._listener is None:
+            try:
+                self.control.sock.sendall(frame)
+            except OSError:
+                return False
+            return True
+        for worker in list(self._workers):
+            try:
+                send_all(worker.sock, frame, SEND_SECONDS)
+            except OSError:
+                self._close(worker)
+        return True
+
     def close(self) -> None:
         """Close every worker's channel and the listening socket (the parent's stays)."""
         for worker in list(self._workers):

@@ -2,11 +2,12 @@
 
 It reads batches of signals from its parent over a socket, merges every batch that is waiting
 into one transaction (one fsync), and answers with the incident numbers once that transaction is
-committed. Between commits it routes the committed signals in order (pending alarms, history)
-and, every second, runs the supervision checks (fail to test, heartbeat loss). It runs apart
-from the HTTP process so that database work never waits for, nor holds up, the event loop's
-interpreter lock. It exits when its parent's end of the socket closes, after finishing the
-commit in progress; SIGINT and SIGTERM are left to the parent.
+committed. Between commits it routes the committed signals in order (pending alarms, history,
+the automation outputs' frames: the node is told when a routing committed frames, so that its
+idle senders read them at once) and, every second, runs the supervision checks (fail to test,
+heartbeat loss). It runs apart from the HTTP process so that database work never waits for,
+nor holds up, the event loop's interpreter lock. It exits when its parent's end of the socket
+closes, after finishing the commit in progress; SIGINT and SIGTERM are left to the parent.
 
 :class:`WriterThread` runs the same loop, on the same socket and frames, in a thread of the
 node's own process instead (``SignalWriter(start_writer=WriterThread.start)``): for a node
@@ -349,7 +350,10 @@ class WriterLoop:
             self._unrouted = []  # routed from the database, in order, by the catch-up
             # the runaway windows counted signals whose routing was rolled back
             self._routing_failed = self._backlog = self._route_due = True
+            self._routing.frames_queued = 0  # rolled back too
             log.error("routing failed; will retry", extra={"error": repr(exc)})
+        else:
+            self._tell_queued()
 
     def _route(self) -> int:
         """Route what is unrouted in the database, oldest first (also any signals held in
@@ -363,11 +367,21 @@ class WriterLoop:
                 routed = self._routing.route(conn, now)
             self._routing_failed = False
             self._backlog = routed == ROUTE_BATCH
+            self._tell_queued()
             return routed
         except Exception as exc:
             self._routing_failed = True
+            self._routing.frames_queued = 0  # rolled back
             log.error("routing failed; will retry", extra={"error": repr(exc)})
             return 0
+
+    def _tell_queued(self) -> None:
+        """After a routing transaction committed frames for the automation outputs: the node
+        told at once (``framing.QUEUED_NOTICE``), so that its idle senders read them now."""
+        if self._routing.frames_queued:
+            self._routing.frames_queued = 0
+            if not self._channels.tell(framing.QUEUED_NOTICE):
+                self._open = False  # the parent is gone, as when an answer cannot be sent
 
     def _supervise(self) -> None:
         self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
