@@ -34,6 +34,7 @@ from email.errors import HeaderParseError
 from email.headerregistry import Address
 from string import Template
 from typing import Any
+from urllib.parse import urlsplit
 
 from alarmhub.core import events, on_test, schedules, units
 from alarmhub.core.alarm_types import (
@@ -144,6 +145,76 @@ def email_problem(address: str) -> str | None:
         return f"e-mail address {address!r} is not an address: {exc}"
     if not parsed.username or not parsed.domain or parsed.addr_spec != address:
         return f"e-mail address {address!r} is not an address"
+    return None
+
+
+def subscription_problem(
+    notify: tuple[str, ...], notify_by: tuple[str, ...], email: str, has_mobile: bool
+) -> str | None:
+    """Why a contact cannot subscribe to the kinds ``notify`` by the channels ``notify_by``
+    (its e-mail address ``email``, whether it has a mobile phone), or None."""
+    unknown = [k for k in notify if k not in KINDS]
+    if unknown:
+        return f"unknown notification kind {unknown[0]!r}: one of {', '.join(KINDS)}"
+    unknown = [c for c in notify_by if c not in CHANNELS]
+    if unknown:
+        return f"unknown notification channel {unknown[0]!r}: one of {', '.join(CHANNELS)}"
+    if notify and not notify_by:
+        return "a contact notified of something needs a channel (notify_by: email, sms)"
+    if EMAIL in notify_by and not email:
+        return "notification by e-mail needs the contact's e-mail address"
+    if email:
+        problem = email_problem(email)
+        if problem:
+            return problem
+    if SMS in notify_by and not has_mobile:
+        return "notification by SMS needs one of the contact's phones to be a mobile"
+    return None
+
+
+def words(values: tuple[str, ...] | list[str]) -> str:
+    """Kinds or channels as a column keeps them: space-separated, each once, in the order of
+    :data:`KINDS` and :data:`CHANNELS`."""
+    order = {name: n for n, name in enumerate((*KINDS, *CHANNELS))}
+    return " ".join(sorted(set(values), key=lambda v: order.get(v, len(order))))
+
+
+# gateways -------------------------------------------------------------------------------------
+
+TWILIO, JSON = "twilio", "json"
+SMS_FORMATS = (TWILIO, JSON)
+STARTTLS, IMPLICIT_TLS = "starttls", "implicit"
+URL_MAX = 2000
+
+
+def smtp_problem(url: str, sender: str) -> str | None:
+    """Why an SMTP gateway ``smtp://HOST:PORT`` (or ``smtps://`` for implicit TLS) sending from
+    ``sender`` cannot be used, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+        return "the SMTP gateway's URL is smtp://HOST:PORT (or smtps://HOST:PORT, implicit TLS)"
+    if parts.username or parts.password:
+        return "the SMTP URL holds no user or password (the password comes from the environment)"
+    try:
+        parts.port  # noqa: B018 - a port out of range raises
+    except ValueError:
+        return "the SMTP gateway's port must be 1-65535"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or len(url) > URL_MAX:
+        return "the SMTP gateway's URL is smtp://HOST:PORT, nothing more"
+    return email_problem(sender) if sender else None
+
+
+def sms_problem(url: str, fmt: str) -> str | None:
+    """Why an HTTP SMS gateway at ``url`` in format ``fmt`` cannot be used, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > URL_MAX:
+        return "the SMS gateway's URL is an http:// or https:// URL"
+    if parts.username or parts.password:
+        return "the SMS URL holds no user or password (they come from the environment)"
+    if _CONTROL.search(url):
+        return "the SMS gateway's URL holds a control character"
+    if fmt not in SMS_FORMATS:
+        return f"the SMS format is one of {', '.join(SMS_FORMATS)}"
     return None
 
 
