@@ -169,3 +169,25 @@ def route(data_dir: Path, panel: str, code: str) -> None:
             SignalRouting(engine, 1000, 2).route(conn, T0)
     finally:
         engine.dispose()
+
+
+def test_the_contact_import_sets_subscriptions(backend: str, tmp_path: Path) -> None:
+    cli(tmp_path, "account", "add", "A1", "--name", "Acme")
+    path = tmp_path / "contacts.csv"
+    path.write_text(
+        "account,name,phone1,email,notify,notify_by\n"
+        'A1,Jane,555-0100,jane@example.org,"alarm, trouble",email sms\n'
+        "A1,Bob,,bob@example.org,openclose,\n"  # a kind without a channel
+        'A1,Cy,,"cy@example.org\r\nBcc: x@example.org",alarm,email\n'
+        "A1,Di,,,,\n"
+    )
+    result = cli(tmp_path, "contact", "import", str(path), "--json", check=False)
+    assert result.returncode == 1
+    refused = as_dict(json.loads(result.stdout))["refused"]
+    assert [r["line"] for r in refused] == [3, 5], refused  # a record ends on line 5
+    assert "channel" in str(refused[0]) and "control character" in str(refused[1])
+    listed = {c["name"]: c for c in as_list(cli_json(tmp_path, "contact", "list", "A1"))}
+    assert (listed["Jane"]["notify"], listed["Jane"]["notify_by"]) == (
+        ["alarm", "trouble"], ["email", "sms"])  # fmt: skip
+    assert (listed["Di"]["notify"], listed["Di"]["notify_by"]) == ([], [])
+    assert set(listed) == {"Jane", "Di"}
