@@ -19,11 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alarmhub import secret_key
+from alarmhub.core import events as kinds
 from alarmhub.core import notifications as rules
 from alarmhub.core import schedules as schedule_rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import Contact, Phone, PhoneKind, Zone
-from alarmhub.store import contacts, on_test, operations, response, schedule_data
+from alarmhub.store import contacts, events, on_test, operations, response, schedule_data
 from alarmhub.store import notifications as store
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
@@ -141,6 +142,9 @@ def test_nothing_is_read_or_written_when_nobody_subscribes(engine: Engine) -> No
         engine, lambda sql: "notification" in sql or "FROM contact" in sql
     ) as statements:
         route(engine, [(ACCOUNT, "E130", "004"), (ACCOUNT, "E401", "003")], T0 + SECOND, routing)
+        # an operator's action publishes events that never notify: nothing is looked up
+        data = {"account": ACCOUNT, "alarm_id": 1, "type": "BURG", "state": "in_process"}
+        act(engine, lambda c: events.publish(c, kinds.ALARM_TAKEN, ACCOUNT, data, T0), queues=True)
     assert statements == []
     assert messages(engine) == []
 

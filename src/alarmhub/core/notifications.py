@@ -69,10 +69,14 @@ OPEN_CLOSE_PATH = "HISTORY"
 test, not in runaway)."""
 
 
+NOTIFYING_EVENTS = frozenset({events.ALARM_RAISED, events.TEST_STARTED, events.TEST_ENDED})
+"""The kinds of published event that may notify (their data says whether one does)."""
+
+
 def event_kind(kind: str, account: str, data: Mapping[str, Any]) -> str | None:
     """The notification kind of a published event (its ``kind``, account and ``data``), or None
     when it notifies nobody."""
-    if not account:
+    if not account or kind not in NOTIFYING_EVENTS:
         return None
     if kind == events.ALARM_RAISED:
         if data.get("state", AlarmState.PENDING) != AlarmState.PENDING:
@@ -81,9 +85,7 @@ def event_kind(kind: str, account: str, data: Mapping[str, Any]) -> str | None:
         if alarm_type in SCHEDULE_TYPES:
             return SCHEDULE
         return TROUBLE if alarm_type in TROUBLE_TYPES else ALARM
-    if kind in (events.TEST_STARTED, events.TEST_ENDED):
-        return TEST
-    return None
+    return TEST  # a test's start or end
 
 
 def signal_kind(code: str, path: str) -> str | None:

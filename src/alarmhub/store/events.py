@@ -61,8 +61,9 @@ def publish_rows(
         return
     if hooks is None:
         hooks = webhooks.subscribed(conn)
-    if notify is None:
-        notify = notifications.subscribed_kinds(conn)
+    if notify is None:  # read only for events that may notify (not an operator's actions)
+        telling = any(notifications.may_notify(r[0]) for r in rows)
+        notify = notifications.subscribed_kinds(conn) if telling else frozenset()
     before = newest(conn) if hooks or notify else 0
     if insert_rows is not None:
         insert_rows(conn, rows)

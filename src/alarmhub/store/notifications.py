@@ -49,6 +49,11 @@ def subscribed_kinds(conn: Connection) -> frozenset[str]:
     return frozenset(kind for notify in rows for kind in notify.split())
 
 
+def may_notify(event_kind: str) -> bool:
+    """Whether an event of this kind may notify someone (its data says whether it does)."""
+    return event_kind in rules.NOTIFYING_EVENTS
+
+
 class Told(NamedTuple):
     """What a message tells of, before it is rendered: its kind, the account, the HIST_TEXT,
     when, the zone and area ('' when none), and what it comes from (an event, an incident)."""
@@ -76,7 +81,7 @@ def queue_events(
     told: list[Told] = []
     alarms: dict[int, int] = {}  # alarm id: its place in told, to find its zone
     for event_id, kind, account, body, at_us in published:
-        if not account or kind not in _NOTIFYING:
+        if not account or not may_notify(kind):
             continue
         data = orjson.loads(body)["data"]
         which = rules.event_kind(kind, account, data)
@@ -96,9 +101,6 @@ def queue_events(
                 n = alarms[int(alarm_id)]
                 told[n] = told[n]._replace(zone=zone or "", area=area or "")
     queue(conn, told, station)
-
-
-_NOTIFYING = frozenset({"alarm.raised", "account.test_started", "account.test_ended"})
 
 
 def queue_signals(
