@@ -11,8 +11,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
+from alarmhub.cli.contacts import contact_group
+from alarmhub.cli.notify import notify_group
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.store.commit import SignalInsert, commit_signals
 from alarmhub.store.engine import open_engine, write_transaction
@@ -191,3 +194,16 @@ def test_the_contact_import_sets_subscriptions(backend: str, tmp_path: Path) -> 
         ["alarm", "trouble"], ["email", "sms"])  # fmt: skip
     assert (listed["Di"]["notify"], listed["Di"]["notify_by"]) == ([], [])
     assert set(listed) == {"Jane", "Di"}
+
+
+def test_every_notify_command_and_option_has_help() -> None:
+    commands: list[click.Command] = [notify_group]
+    for command in commands:  # the groups' commands are added as they are met
+        if isinstance(command, click.Group):
+            commands.extend(command.commands.values())
+    assert {c.name for c in commands} >= {"smtp", "sms", "status", "log", "show", "set", "reset"}
+    for command in [*commands, contact_group.commands["add"], contact_group.commands["update"]]:
+        assert command.help, command.name
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert param.help, (command.name, param.name)
