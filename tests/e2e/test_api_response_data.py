@@ -131,7 +131,7 @@ def test_a_contact_is_added_read_changed_and_removed_its_passcode_never_shown(hu
     assert made.headers["location"].endswith(f"{path}/{contact['id']}")
     assert contact == {
         "id": contact["id"], "name": "Ann Owner", "email": "ann@example.com",
-        "relation": "owner", "notes": "dog", "has_passcode": True,
+        "relation": "owner", "notes": "dog", "has_passcode": True, "notify": [], "notify_by": [],
         "phones": [
             {"number": "555-0101", "kind": "mobile"}, {"number": "555-0102", "kind": "home"}
         ],
@@ -188,12 +188,37 @@ def test_a_contact_is_added_read_changed_and_removed_its_passcode_never_shown(hu
         {"name": "A", "lists": [3]},
         {"name": "A", "lists": ["NO SPACES"]},
         {"name": "A", "shoe_size": 9},
+        {"name": "A", "email": "a@example.com\r\nBcc: b@example.com"},
+        {"name": "A", "email": "a@example.com", "notify": "alarm", "notify_by": ["email"]},
+        {"name": "A", "email": "a@example.com", "notify": [1], "notify_by": ["email"]},
+        {"name": "A", "email": "a@example.com", "notify": ["burglary"], "notify_by": ["email"]},
+        {"name": "A", "email": "a@example.com", "notify": ["alarm"], "notify_by": ["fax"]},
+        {"name": "A", "email": "a@example.com", "notify": ["alarm"]},
+        {"name": "A", "notify": ["alarm"], "notify_by": ["email"]},
+        {
+            "name": "A",
+            "phones": [{"number": "555", "kind": "home"}],
+            "notify": ["alarm"],
+            "notify_by": ["sms"],
+        },
     ],
 )
 def test_a_bad_contact_is_422_and_changes_nothing(hub: ApiHub, body: dict[str, Any]) -> None:
     problem(hub.call("admin", "POST", "/accounts/700005/contacts", body), 422, "API-INPUT")
     assert hub.ok("admin", "GET", "/accounts/700005/contacts")["items"] == []
     assert hub.audit_texts("700005") == []
+
+
+def test_a_contact_subscribes_to_notifications(hub: ApiHub) -> None:
+    path = "/accounts/700007/contacts"
+    body = {"name": "Sam", "email": "sam@example.com", "phones": [{"number": "555-0107"}],
+            "notify": ["alarm", "trouble"], "notify_by": ["email", "sms"]}  # fmt: skip
+    made = hub.ok("admin", "POST", path, body, status=201)
+    assert (made["notify"], made["notify_by"]) == (["alarm", "trouble"], ["email", "sms"])
+    changed = hub.ok("admin", "PATCH", f"{path}/{made['id']}", {"notify": ["test"]})
+    assert (changed["notify"], changed["notify_by"]) == (["test"], ["email", "sms"])
+    listed = hub.ok("admin", "GET", path)["items"]
+    assert [(c["notify"], c["notify_by"]) for c in listed] == [(["test"], ["email", "sms"])]
 
 
 def test_a_contact_name_is_unique_within_the_account(hub: ApiHub) -> None:

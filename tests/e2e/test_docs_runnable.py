@@ -56,7 +56,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 def test_every_doc_has_runnable_blocks() -> None:
     """The files whose examples are meant to run (a marker lost by an edit fails here)."""
     documented = {"README.md", "docs/accounts.md", "docs/dc09.md", "docs/integrator-api.md",
-                  "docs/outputs.md", "docs/receivers.md"}  # fmt: skip
+                  "docs/notifications.md", "docs/outputs.md", "docs/receivers.md"}  # fmt: skip
     assert documented <= set(MARKED)
 
 

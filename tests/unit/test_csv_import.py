@@ -28,7 +28,7 @@ def test_each_kind_names_its_columns_required_first_optional_in_brackets() -> No
     assert FORMATS["user"].spec == "account,user,name"
     assert FORMATS["contact"].spec == (
         "account,name,[phone1],[kind1],[phone2],[kind2],[phone3],[kind3],"
-        "[email],[relation],[notes],[list],[order]"
+        "[email],[relation],[notes],[notify],[notify_by],[list],[order]"
     )
 
 

@@ -19,6 +19,7 @@ from alarmhub.api.plumbing import Api, check_if_match, etag_of, json_response
 from alarmhub.api.problems import INPUT, ApiProblem, not_found
 from alarmhub.api.scope import binder, seen, visible_account
 from alarmhub.clock import now_us
+from alarmhub.core import notifications
 from alarmhub.core import response as rules
 from alarmhub.core.api_keys import ApiKey
 from alarmhub.core.ids import MAX_DIGITS, is_id, parse_id
@@ -29,7 +30,7 @@ READ, WRITE = "accounts:read", "accounts:write"
 NULLABLE_TEXT = (str, type(None))
 CONTACT_MEMBERS: dict[str, type | tuple[type, ...]] = {
     "name": str, "phones": list, "email": str, "relation": str, "notes": str,
-    "passcode": NULLABLE_TEXT, "lists": list,
+    "passcode": NULLABLE_TEXT, "lists": list, "notify": list, "notify_by": list,
 }  # fmt: skip
 Find = Callable[[Connection], dict[str, Any] | None]
 
@@ -254,6 +255,14 @@ async def list_contacts(request: Request, key: ApiKey, api: Api) -> Response:
     return await _items(api, key, account, lambda c: contact_store.contacts_of(c, account))
 
 
+def _words(body: dict[str, Any], member: str) -> tuple[str, ...]:
+    """A contact's ``notify`` or ``notify_by``: a list of names (checked with the contact)."""
+    given = body.get(member, [])
+    if not all(isinstance(word, str) for word in given):
+        raise ApiProblem(INPUT, f"{member} holds names")
+    return tuple(given)
+
+
 async def get_contact(request: Request, key: ApiKey, api: Api) -> Response:
     account, contact_id = _contact_of(request)
     find = _find_contact(account, contact_id)
@@ -271,7 +280,8 @@ async def post_contact(request: Request, key: ApiKey, api: Api) -> Response:
     places = [contact_store.placement(name) for name in lists]
     contact = rules.Contact(
         account, body["name"], _phones(body.get("phones", [])), body.get("email", ""),
-        body.get("relation", ""), body.get("notes", ""),
+        body.get("relation", ""), body.get("notes", ""), _words(body, "notify"),
+        _words(body, "notify_by"),
     )  # fmt: skip
     passcode_hash = await _passcode_hash(body)
 
@@ -296,6 +306,9 @@ async def patch_contact(request: Request, key: ApiKey, api: Api) -> Response:
     }
     if "phones" in body:
         changes["phones"] = _phones(body["phones"])
+    for subscription in ("notify", "notify_by"):
+        if subscription in body:
+            changes[subscription] = _words(body, subscription)
     passcode_hash = await _passcode_hash(body)
     clear = "passcode" in body and body["passcode"] is None
     find = _find_contact(account, contact_id)
@@ -400,18 +413,24 @@ _PHONE = oa.obj(
     {"number": oa.TEXT, "kind": {"type": "string", "enum": [k.value for k in rules.PhoneKind]}},
     ("number",),
 )
+_NOTIFY = {"type": "array", "items": {"type": "string", "enum": list(notifications.KINDS)},
+           "description": "the kinds of notification the contact gets (decisions 13)"}  # fmt: skip
+_NOTIFY_BY = {"type": "array", "items": {"type": "string", "enum": list(notifications.CHANNELS)},
+              "description": "how: email (its email), sms (its first mobile phone)"}  # fmt: skip
 _PLACE = oa.obj({"name": oa.TEXT, "order": {"type": "integer"}}, ("name", "order"))
 CONTACT_SCHEMA = oa.obj(
     {
         "id": {"type": "integer"}, "name": oa.TEXT, "phones": {"type": "array", "items": _PHONE},
         "email": oa.TEXT, "relation": oa.TEXT, "notes": oa.TEXT,
         "has_passcode": {"type": "boolean"}, "lists": {"type": "array", "items": _PLACE},
+        "notify": _NOTIFY, "notify_by": _NOTIFY_BY,
     },
-    ("id", "name", "phones", "email", "relation", "notes", "has_passcode", "lists"),
+    ("id", "name", "phones", "email", "relation", "notes", "notify", "notify_by",
+     "has_passcode", "lists"),
 )  # fmt: skip
 _CONTACT_FIELDS: dict[str, Any] = {
     "name": oa.TEXT, "phones": {"type": "array", "items": _PHONE}, "email": oa.TEXT,
-    "relation": oa.TEXT, "notes": oa.TEXT,
+    "relation": oa.TEXT, "notes": oa.TEXT, "notify": _NOTIFY, "notify_by": _NOTIFY_BY,
     "passcode": {**oa.NULLABLE_TEXT, "description": "write-only; null clears it (PATCH)"},
 }  # fmt: skip
 _LISTS = {"type": "array", "items": oa.TEXT, "description": "call lists (default PRIMARY)"}

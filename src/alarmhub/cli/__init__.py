@@ -49,6 +49,7 @@ COMMANDS = {
     "holiday": "holidays:holiday_group",
     "apikey": "api_keys:apikey_group",
     "webhook": "webhooks:webhook_group",
+    "notify": "notify:notify_group",
 }
 """Each command of ``alarmhub``: the module of this package that holds it, and its name there."""
 

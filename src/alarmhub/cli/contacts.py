@@ -5,7 +5,8 @@ hashes; never shown).
 A phone is given as ``NUMBER`` (a mobile) or ``KIND:NUMBER`` (``home:555-0100``), at most three
 per contact. A call list place is ``--list NAME`` (last on the list) or ``--list NAME:ORDER``
 (1 is called first; those from that order on move down one); ``--order N`` with a single
-``--list`` (or none: PRIMARY) is the same as ``--list NAME:N``.
+``--list`` (or none: PRIMARY) is the same as ``--list NAME:N``. ``--notify KIND`` and
+``--notify-by CHANNEL`` subscribe a contact to notifications (decisions section 13).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from alarmhub.cli.output import (
     table,
 )
 from alarmhub.core import response as rules
+from alarmhub.core.notifications import CHANNELS, KINDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,6 +66,16 @@ def placements(lists: tuple[str, ...], order: int | None) -> list[Placement]:
     return places
 
 
+NONE = "none"
+
+
+def chosen(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The kinds or channels of ``--notify`` or ``--notify-by`` options ('none': none)."""
+    if NONE in values and len(values) > 1:
+        raise CommandError("'none' goes alone")
+    return tuple(v for v in values if v != NONE)
+
+
 def _passcode_hash(passcode: str | None) -> str | None:
     from alarmhub.store.response import hash_passcode
 
@@ -81,7 +93,23 @@ def details(func: Callable[..., Any]) -> Callable[..., Any]:
             help="A number to call (up to 3, in the order called); KIND is mobile (the "
             "default), home or work.",
         ),
-        click.option("--email", help="E-mail address."),
+        click.option("--email", help="E-mail address (messages go there with --notify-by email)."),
+        click.option(
+            "--notify",
+            "notify",
+            multiple=True,
+            type=click.Choice((*KINDS, NONE)),
+            help="A kind of notification the contact gets (repeat for several): alarm, trouble, "
+            "openclose, schedule, test; 'none' for no notification. With update, replaces them.",
+        ),
+        click.option(
+            "--notify-by",
+            "notify_by",
+            multiple=True,
+            type=click.Choice((*CHANNELS, NONE)),
+            help="How notifications reach the contact (repeat for both): email (its --email), "
+            "sms (its first mobile phone); 'none' for neither. With update, replaces them.",
+        ),
         click.option("--relation", help="Who the contact is to the subscriber, e.g. owner."),
         click.option("--notes", help="What operators should know."),
         click.option(
@@ -137,6 +165,8 @@ def contact_add(
     name: str,
     phones: tuple[str, ...],
     email: str | None,
+    notify: tuple[str, ...],
+    notify_by: tuple[str, ...],
     relation: str | None,
     notes: str | None,
     lists: tuple[str, ...],
@@ -149,8 +179,9 @@ def contact_add(
     from alarmhub.store import contacts as contact_store
 
     contact = rules.Contact(
-        account_number, name, phones_of(phones), email or "", relation or "", notes or ""
-    )
+        account_number, name, phones_of(phones), email or "", relation or "", notes or "",
+        chosen(notify), chosen(notify_by),
+    )  # fmt: skip
     places = placements(lists, order)
     engine = open_store(data_dir)
     contact_id = contact_store.add_contact(engine, contact, places, _passcode_hash(passcode))
@@ -177,6 +208,8 @@ def contact_update(
     name: str | None,
     phones: tuple[str, ...],
     email: str | None,
+    notify: tuple[str, ...],
+    notify_by: tuple[str, ...],
     relation: str | None,
     notes: str | None,
     lists: tuple[str, ...],
@@ -205,6 +238,10 @@ def contact_update(
     }
     if phones:
         changes["phones"] = phones_of(phones)
+    if notify:
+        changes["notify"] = chosen(notify)
+    if notify_by:
+        changes["notify_by"] = chosen(notify_by)
     row = contact_store.update_contact(
         open_store(data_dir),
         account_number,
@@ -258,6 +295,8 @@ def contact_list(account_number: str, data_dir: Path | None, as_json: bool) -> N
             "phones": [f"{p['kind']}:{p['number']}" for p in row["phones"]],
             "lists": [f"{place['name']}:{place['order']}" for place in row["lists"]],
             "has_passcode": "yes" if row["has_passcode"] else "no",
+            "notify": " ".join(row["notify"])
+            + (" by " + " ".join(row["notify_by"]) if row["notify"] else ""),
         }
         for row in rows
     ]
@@ -268,6 +307,7 @@ def contact_list(account_number: str, data_dir: Path | None, as_json: bool) -> N
         ("lists", "LISTS"),
         ("relation", "RELATION"),
         ("email", "EMAIL"),
+        ("notify", "NOTIFY"),
         ("has_passcode", "PASSCODE"),
     ]
     emit(as_json, rows, lambda: table(shown, columns, f"account {account_number} has no contacts"))

@@ -165,6 +165,11 @@ def order_of(text: str) -> int:
     return int(text) if text.isascii() and text.isdigit() else 0
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """Kinds or channels as a field holds them: separated by spaces or commas."""
+    return tuple(text.replace(",", " ").lower().split())
+
+
 def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any, frozenset[str]]:
     """A contact row: the contact, its place, and the contact's fields the file has columns
     for (an existing contact keeps the others)."""
@@ -184,6 +189,8 @@ def _contact(f: Mapping[str, str]) -> tuple[rules.Contact, Any, frozenset[str]]:
         f.get("email", ""),
         f.get("relation", ""),
         f.get("notes", ""),
+        _names(f.get("notify", "")),
+        _names(f.get("notify_by", "")),
     )
     _checked(contact, rules.contact_problem(contact))
     order = f.get("order", "")
@@ -254,6 +261,8 @@ FORMATS = {
                 Column("email"),
                 Column("relation"),
                 Column("notes"),
+                Column("notify"),
+                Column("notify_by"),
                 Column("list"),
                 Column("order"),
             ),
@@ -266,8 +275,10 @@ FORMATS = {
             "changes nothing of a contact that exists (the phone columns together: any of "
             "them replaces every number); an empty field clears it. Give a contact's numbers "
             "and details on every row of it (the last one wins). A kind is mobile, home or "
-            "work (empty: mobile). Passcodes are not imported: set each with 'contact update "
-            "--passcode'.",
+            "work (empty: mobile). notify names the kinds of notification the contact gets "
+            "(alarm, trouble, openclose, schedule, test), notify_by how (email, sms), each "
+            "separated by spaces or commas. Passcodes are not imported: set each with "
+            "'contact update --passcode'.",
         ),
     )
 }

@@ -234,6 +234,8 @@ class Contact:
     email: str = ""
     relation: str = ""
     notes: str = ""
+    notify: tuple[str, ...] = ()  # the kinds of notification it subscribes to (decisions §13)
+    notify_by: tuple[str, ...] = ()  # by which channels: email, sms
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,8 +314,14 @@ def contact_problem(contact: Contact) -> str | None:
         problem = phone_problem(phone.number)
         if problem:
             return problem
-    if contact.email and ("@" not in contact.email or " " in contact.email.strip()):
-        return f"email {contact.email!r} is not an address"
+    from alarmhub.core import notifications  # it imports the alarm types, which import this
+
+    has_mobile = any(p.kind is PhoneKind.MOBILE for p in contact.phones)
+    problem = notifications.subscription_problem(
+        contact.notify, contact.notify_by, contact.email.strip(), has_mobile
+    )
+    if problem:
+        return problem
     return (
         _text_problem("email", contact.email, EMAIL_MAX)
         or _text_problem("relation", contact.relation, RELATION_MAX)

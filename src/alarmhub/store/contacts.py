@@ -17,6 +17,7 @@ from sqlalchemy import Connection, delete, insert, select, tuple_, update
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
+from alarmhub.core import notifications
 from alarmhub.core import response as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import DEFAULT_CALL_LIST, Contact, Phone
@@ -51,6 +52,8 @@ def contact_values(contact: Contact) -> dict[str, Any]:
         "email": contact.email.strip(),
         "relation": contact.relation.strip(),
         "notes": contact.notes.strip(),
+        "notify": notifications.words(contact.notify),
+        "notify_by": notifications.words(contact.notify_by),
     }
     for n, (number, kind) in enumerate(PHONE_COLUMNS):
         phone = contact.phones[n] if n < len(contact.phones) else None
@@ -230,6 +233,8 @@ def update_contact_in(
         email=changes.get("email", row["email"]),
         relation=changes.get("relation", row["relation"]),
         notes=changes.get("notes", row["notes"]),
+        notify=tuple(changes.get("notify", row["notify"])),
+        notify_by=tuple(changes.get("notify_by", row["notify_by"])),
     )
     checked(rules.contact_problem(contact))
     values: dict[str, Any] = {**contact_values(contact), "updated_us": now_us()}
@@ -319,6 +324,8 @@ def contacts_of(
             "email": row["email"],
             "relation": row["relation"],
             "notes": row["notes"],
+            "notify": row["notify"].split(),
+            "notify_by": row["notify_by"].split(),
             "has_passcode": row["passcode_hash"] is not None,
             "lists": lists.get(int(row["contact_id"]), []),
         }

@@ -12,13 +12,14 @@ id it deleted, so a reader resuming from an older id can tell that it missed som
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from alarmhub.core import events, units
-from alarmhub.store import schema, webhooks
+from alarmhub.store import notifications, schema, webhooks
 
 EVENT = schema.event.c
 SEQUENCE = schema.sequence.c
@@ -48,15 +49,22 @@ def publish_rows(
     rows: Sequence[tuple[Any, ...]],
     insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
     hooks: Sequence[webhooks.Subscribed] | None = None,
+    notify: frozenset[str] | None = None,
+    station: tzinfo = UTC,
 ) -> None:
     """Put events made by :func:`row` in the outbox, in this order (written by
     ``insert_rows``, such as a prepared bulk insert, if given), with their deliveries to the
-    webhooks that want them (``hooks``, when the caller has them at hand: routing's cache)."""
+    webhooks that want them and the messages to the contacts subscribed to them (``hooks`` and
+    ``notify``, the kinds anyone subscribes to, when the caller has them at hand: routing's
+    cache; ``station``: the time zone of messages to accounts without one of their own)."""
     if not rows:
         return
     if hooks is None:
         hooks = webhooks.subscribed(conn)
-    before = newest(conn) if hooks else 0
+    if notify is None:  # read only for events that may notify (not an operator's actions)
+        telling = any(notifications.may_notify(r[0]) for r in rows)
+        notify = notifications.subscribed_kinds(conn) if telling else frozenset()
+    before = newest(conn) if hooks or notify else 0
     if insert_rows is not None:
         insert_rows(conn, rows)
     else:
@@ -68,6 +76,12 @@ def publish_rows(
             .order_by(EVENT.event_id)
         )
         webhooks.deliver(conn, hooks, published)
+    if notify:  # the ids just given, in the order written
+        ids = conn.execute(
+            select(EVENT.event_id).where(EVENT.event_id > before).order_by(EVENT.event_id)
+        ).scalars()
+        told = ((event_id, *r) for event_id, r in zip(ids, rows, strict=True))
+        notifications.queue_events(conn, notify, told, station)
 
 
 class Event(NamedTuple):

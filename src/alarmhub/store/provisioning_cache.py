@@ -1,19 +1,29 @@
 """The provisioning that routing reads on every signal (line masks, alarm types, the TYPEs in
 storm mode, the accounts with an open/close schedule, the accounts on test, the webhooks whose
-deliveries its events make, the automation outputs its signals go to), cached and reloaded when
+deliveries its events make, the automation outputs its signals go to, the kinds of notification
+contacts subscribe to), cached and reloaded when
 the provisioning revision changes; and what routing has learnt of the accounts it met
 (:class:`AccountMemory`), kept as long as the data it came from is unchanged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from sqlalchemy import Connection, select
 
 from alarmhub.core import on_test
 from alarmhub.core.alarm_types import AlarmType, merged
 from alarmhub.core.outputs import OutputSettings
-from alarmhub.store import outputs, provisioning, schedules, schema, storm, webhooks
+from alarmhub.store import (
+    notifications,
+    outputs,
+    provisioning,
+    schedules,
+    schema,
+    storm,
+    webhooks,
+)
 from alarmhub.store.alarm_response import RESPONSE, Descriptions
 from alarmhub.store.prepared import Prepared
 
@@ -77,6 +87,8 @@ class ProvisioningCache:
     tests: dict[str, on_test.Test] = field(default_factory=dict)
     webhooks: list[webhooks.Subscribed] = field(default_factory=list)
     outputs: list[OutputSettings] = field(default_factory=list)  # automation outputs
+    notify: frozenset[str] = frozenset()  # the kinds of notification contacts subscribe to
+    station_zone: tzinfo = UTC  # the time zone of messages to accounts without their own
 
     response_revision: int = -1
     memory: AccountMemory = field(default_factory=AccountMemory)
@@ -86,6 +98,7 @@ class ProvisioningCache:
         response = int(revisions.get(RESPONSE, 0))
         if response != self.response_revision:
             self.memory.forget_descriptions()
+            self.notify = notifications.subscribed_kinds(conn)  # contacts are response data
             self.response_revision = response
         current = int(revisions.get(provisioning.PROVISIONING, 0))
         if current == self.revision:

@@ -18,7 +18,7 @@ from alarmhub.core.on_test import Test
 from alarmhub.core.operations import OPEN_STATES, UNRESOLVED_STATES, AlarmState
 from alarmhub.core.router import HistoryEvent, RoutePath
 from alarmhub.core.sites import Arriving
-from alarmhub.store import alarm_response, provisioning, queries, schema
+from alarmhub.store import alarm_response, notifications, provisioning, queries, schema
 from alarmhub.store import events as outbox
 from alarmhub.store.commit import RowInsert, allocate_incidents, fixed_shape
 from alarmhub.store.prepared import Prepared
@@ -64,6 +64,10 @@ def _history_row(event: HistoryEvent) -> tuple[Any, ...]:
         event.panel,
     )  # fmt: skip
 
+
+_NOTIFYING_FIELDS = itemgetter(0, 1, 2, 3, 5, 6, 11, 13)
+"""What a history row tells a notification (``store.notifications.queue_signals``): account,
+incident number, time, code, area, zone, HIST_TEXT, path."""
 
 ALARM_COLUMNS = (
     "alarm_id", "state", "account_number", "type", "priority", "color", "hist_text", "path",
@@ -416,14 +420,20 @@ class SqlRepository:
             self._queue_changed = True
         if self._events:
             outbox.publish_rows(
-                self._conn, self._events, self._inserts.event.execute, self._cache.webhooks
-            )
+                self._conn, self._events, self._inserts.event.execute, self._cache.webhooks,
+                self._cache.notify, self._cache.station_zone,
+            )  # fmt: skip
             self._events = []
         if self._queue_changed:
             provisioning.bump_revision(self._conn, queries.QUEUE)
             self._queue_changed = False
         if self._history:
             self._inserts.history.execute(self._conn, self._history)
+            if self._cache.notify:  # openings and closings
+                told = map(_NOTIFYING_FIELDS, self._history)
+                notifications.queue_signals(
+                    self._conn, self._cache.notify, told, self._cache.station_zone
+                )
             self._history = []
         if self._tested:
             tested = [{"tested": a, "at_us": at} for a, at in sorted(self._tested.items())]

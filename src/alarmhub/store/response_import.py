@@ -142,12 +142,15 @@ def upsert_users(engine: Engine, lines: Sequence[tuple[int, PanelUser]]) -> Outc
 
 ContactLine = tuple[Contact, Placement, frozenset[str]]
 """A contact row of an import: the contact, its place on a call list, and which of the contact's
-fields (``phones``, ``email``, ``relation``, ``notes``) the file has columns for."""
+fields (``phones``, ``email``, ``relation``, ``notes``, ``notify``, ``notify_by``) the file has
+columns for."""
 CONTACT_FIELDS = {
     "phones": tuple(column for pair in PHONE_COLUMNS for column in pair),
     "email": ("email",),
     "relation": ("relation",),
     "notes": ("notes",),
+    "notify": ("notify",),
+    "notify_by": ("notify_by",),
 }
 """The columns of the contact table each field of a contact row sets."""
 

@@ -18,6 +18,7 @@ from alarmhub.store.schema.integrator import (
     webhook,
     webhook_delivery,
 )
+from alarmhub.store.schema.notifications import notification, notify_gateway, notify_template
 from alarmhub.store.schema.operators import (
     api_user,
     console_session,
@@ -90,6 +91,9 @@ __all__ = [
     "idempotency",
     "metadata",
     "nonce",
+    "notification",
+    "notify_gateway",
+    "notify_template",
     "on_test",
     "open_close",
     "operator",

@@ -57,11 +57,15 @@ contact = Table(
     Column("notes", String(500), nullable=False, server_default=""),
     Column("passcode_hash", String(200), nullable=True),
     Column("updated_us", BigInteger, nullable=False),
+    Column("notify", String(60), nullable=False, server_default=""),
+    Column("notify_by", String(20), nullable=False, server_default=""),
     UniqueConstraint("account_number", "name"),
     sqlite_autoincrement=True,
 )
 """The people to call for an account: one name per account (an import updates by name), up to
-three phone numbers with their kinds, and the Argon2 hash of their passcode, never the code."""
+three phone numbers with their kinds, and the Argon2 hash of their passcode, never the code;
+the kinds of notification they subscribe to and by which channels (space-separated; decisions
+section 13)."""
 
 call_list_entry = Table(
     "call_list_entry",
