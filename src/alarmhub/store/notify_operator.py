@@ -150,7 +150,7 @@ def notify(
         reachable = dict(_reachable(contact))
         missing = [ch for ch in channels if ch not in reachable]
         if missing:
-            what = "an e-mail address" if missing[0] == rules.EMAIL else "a mobile phone"
+            what = "e-mail address" if missing[0] == rules.EMAIL else "mobile phone"
             raise ActionRefused("OPS-NOTIFY", f"{contact['name']} has no {what}", 422)
         ordered = [ch for ch in rules.CHANNELS if ch in channels]
         chosen.append((contact_id, frozenset({kind}), [(ch, reachable[ch]) for ch in ordered]))
