@@ -11,7 +11,7 @@
 (() => {
   const hub = window.alarmhub;
   const { el, $ } = hub;
-  const OPEN_EVERY_MS = 5000;     // an open alarm's messages
+  const OPEN_EVERY_MS = 10000;    // an open alarm's messages
   const SHOWN_EVERY_MS = 5000;    // the failed messages while the view is on screen
   const HIDDEN_EVERY_MS = 15000;  // for the button's count
   const CHANNEL_NAMES = { email: "e-mail", sms: "SMS" };
@@ -54,6 +54,7 @@
     } catch (err) {
       if (mark === asked) $("#alarm-messages").hidden = true;
     }
+    clearTimeout(alarmTimer); // one timer, however many reads were under way
     if (id === alarmId) alarmTimer = setTimeout(loadMessages, OPEN_EVERY_MS);
   }
 
@@ -170,6 +171,7 @@
     } catch (err) {
       if (visible) showError(err.message);
     }
+    clearTimeout(viewTimer);
     viewTimer = setTimeout(loadFailed, visible ? SHOWN_EVERY_MS : HIDDEN_EVERY_MS);
   }
 
