@@ -130,8 +130,9 @@ def test_the_step_messages_whom_the_operator_picks_and_is_recorded_done(engine: 
     ]  # fmt: skip  (Cara has neither an e-mail address nor a mobile)
 
     note = operations.run(
-        engine, notify(alarm_id, [(People.ann, ["email"]), (People.bob, ["sms"])])
-    )
+        engine,
+        notify(alarm_id, [(People.ann, ["email"]), (People.bob, ["sms"]), (People.ann, ["email"])]),
+    )  # Ann named twice: messaged once
     assert note == "MESSAGED Ann Able BY EMAIL; Bob Baker BY SMS"
     bob = ("Bob Baker", "sms", "+15550102", "queued")
     ann = ("Ann Able", "email", "ann@example.com", "queued")

@@ -142,17 +142,19 @@ def notify(
     account = row["account_number"]
     chosen: list[store.Recipient] = []
     said: list[str] = []
+    merged: dict[int, list[str]] = {}  # a contact named twice: each channel once
     for contact_id, channels in recipients:
-        unknown = [ch for ch in channels if ch not in rules.CHANNELS]
-        if unknown or not channels:
+        if not channels or any(ch not in rules.CHANNELS for ch in channels):
             raise ActionRefused("OPS-NOTIFY", f"channels are {', '.join(rules.CHANNELS)}", 422)
+        merged.setdefault(contact_id, []).extend(channels)
+    for contact_id, channels in merged.items():
         contact = _contact(conn, account, contact_id)
         reachable = dict(_reachable(contact))
         missing = [ch for ch in channels if ch not in reachable]
         if missing:
             what = "e-mail address" if missing[0] == rules.EMAIL else "mobile phone"
             raise ActionRefused("OPS-NOTIFY", f"{contact['name']} has no {what}", 422)
-        ordered = [ch for ch in rules.CHANNELS if ch in channels]
+        ordered = [ch for ch in rules.CHANNELS if ch in channels]  # each once
         chosen.append((contact_id, frozenset({kind}), [(ch, reachable[ch]) for ch in ordered]))
         said.append(f"{rules.text_safe(contact['name'])} BY {' '.join(ordered).upper()}")
     told = store.Told(kind, account, row["hist_text"], int(row["received_us"]), row["zone"],
