@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import aiosmtplib
 
 from alarmhub.core import delivery
+from alarmhub.core.notifications import header_safe
 
 SCHEMES = {"smtp": 25, "smtps": 465}
 TIMEOUT_SECONDS = 10.0
@@ -91,9 +92,8 @@ class Email:
     sender_name: str = ""
 
 
-def one_line(text: str, limit: int = 900) -> str:
-    """``text`` as one header line: every run of whitespace (CR and LF too) one space."""
-    return " ".join(text.split())[:limit]
+SUBJECT_MAX = 900
+"""A subject is cut to this many characters (one header line, folded by the SMTP policy)."""
 
 
 def address(text: str, name: str = "") -> Address:
@@ -105,7 +105,7 @@ def address(text: str, name: str = "") -> Address:
         raise ValueError(f"not one plain email address: {text[:80]!r}") from exc
     if not parsed.username or not parsed.domain or parsed.addr_spec != text:
         raise ValueError(f"not one plain email address: {text[:80]!r}")
-    return Address(one_line(name, 200), parsed.username, parsed.domain)
+    return Address(header_safe(name)[:200], parsed.username, parsed.domain)
 
 
 def build(email: Email) -> EmailMessage:
@@ -115,7 +115,7 @@ def build(email: Email) -> EmailMessage:
     message = EmailMessage(policy=SMTP)
     message["From"] = sender
     message["To"] = address(email.to)
-    message["Subject"] = one_line(email.subject)
+    message["Subject"] = header_safe(email.subject)[:SUBJECT_MAX]
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=sender.domain)
     message.set_content(email.text)
