@@ -182,3 +182,18 @@ def test_a_digest_that_fails_for_now_is_made_again_with_what_came_since(engine: 
     (again,) = [m for m in taken(engine, now + 3 * SECOND) if m.to == "alice@example.com"]
     assert again.delivery_id == first.delivery_id and again.attempts == 1
     assert len(again.collapsed) == digest.RATE + 3
+
+
+def test_a_message_queued_for_a_contact_removed_since_is_still_sent(engine: Engine) -> None:
+    route(engine, [(ACCOUNT, "E130", "004")], T0)
+    with engine.connect() as conn:
+        (alice,) = conn.execute(
+            select(s.contact.c.contact_id).where(s.contact.c.name == "Alice")
+        ).scalars()
+    contacts.remove_contact(engine, ACCOUNT, alice)
+    sent_to = take(engine, T0 + SECOND)
+    assert [to for to, _ in sent_to] == ["alice@example.com", "bob@example.com"]
+    done(engine, T0 + 2 * SECOND, *(sent(n) for _, n in sent_to))
+    assert [state for state, _, _ in states(engine)] == ["sent", "sent"]
+    route(engine, [(ACCOUNT, "E130", "005")], T0 + 3 * SECOND)  # nothing queued for her now
+    assert [to for to, _ in take(engine, T0 + 4 * SECOND)] == ["bob@example.com"]

@@ -93,7 +93,11 @@ class Email:
 
 
 SUBJECT_MAX = 900
-"""A subject is cut to this many characters (one header line, folded by the SMTP policy)."""
+"""A subject is cut to this many characters (one header line)."""
+POLICY = SMTP.clone(max_line_length=998)
+"""The SMTP policy, its lines as long as RFC 5322 allows: a subject is not folded (folded, a
+subject with a colon in its first word was broken right after ``Subject:``, and read back with
+a leading space)."""
 
 
 def address(text: str, name: str = "") -> Address:
@@ -112,7 +116,7 @@ def build(email: Email) -> EmailMessage:
     """The message as sent: a plain-text part and, when given, an HTML alternative; a Date and
     a Message-ID. ``ValueError`` when an address is not one plain address."""
     sender = address(email.sender, email.sender_name)
-    message = EmailMessage(policy=SMTP)
+    message = EmailMessage(policy=POLICY)
     message["From"] = sender
     message["To"] = address(email.to)
     message["Subject"] = header_safe(email.subject)[:SUBJECT_MAX]
@@ -159,7 +163,8 @@ class EmailSender:
         client: aiosmtplib.SMTP | None = None
         try:
             client = await self._connection()
-            await client.send_message(message, sender=email.sender, recipients=[email.to])
+            # as built (aiosmtplib's send_message would fold it again under its own policy)
+            await client.sendmail(email.sender, [email.to], message.as_bytes())
             attempt = delivery.sent(250)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             refused = exc.recipients[0]

@@ -120,7 +120,8 @@ class NotifyChannel:
             return store.Outcome(item.delivery_id, rules.QUEUED, item.attempts, attempt.error,
                                  due, carried)  # fmt: skip
         if step.verdict == delivery.SENT:
-            return store.Outcome(item.delivery_id, rules.SENT, attempts, None, None, carried)
+            return store.Outcome(item.delivery_id, rules.SENT, attempts, None, None, carried,
+                                 now_us)  # fmt: skip
         if step.verdict == delivery.FAILED:
             return store.Outcome(item.delivery_id, rules.FAILED, attempts, attempt.error, None,
                                  carried)  # fmt: skip

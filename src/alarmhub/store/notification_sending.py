@@ -189,6 +189,7 @@ class Outcome:
     error: str | None = None
     due_us: int | None = None
     sent: Claimed | None = None  # a digest that ended (sent, or failed for good)
+    ended_us: int | None = None  # when the attempt ended (a send's time; else when recorded)
 
 
 _RECORD = (
@@ -213,7 +214,7 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
         conn.execute(_RECORD, [
             {"b_id": o.notification_id, "b_state": o.state, "b_attempts": o.attempts,
              "b_error": _error(o.error), "b_due": o.due_us if o.due_us is not None else now_us,
-             "b_sent": now_us if o.state == rules.SENT else None}
+             "b_sent": _sent_us(o, now_us)}
             for o in singles
         ])  # fmt: skip
     for o in outcomes:
@@ -229,7 +230,7 @@ def _record_digest(conn: Connection, o: Outcome, d: Claimed, now_us: int) -> Non
                                 "b_attempts": o.attempts, "b_error": _error(o.error),
                                 "b_due": o.due_us, "b_sent": None}])  # fmt: skip
         return
-    sent_us = now_us if o.state == rules.SENT else None
+    sent_us = _sent_us(o, now_us)
     made = conn.execute(
         insert(schema.notification).values(
             contact_id=d.target_id, account_number=d.account, kind=digest.KIND,
@@ -246,6 +247,14 @@ def _record_digest(conn: Connection, o: Outcome, d: Claimed, now_us: int) -> Non
         .values(state=o.state, sent_us=sent_us, digest_id=digest_id, due_us=now_us,
                 last_error=_error(o.error))
     )  # fmt: skip
+
+
+def _sent_us(outcome: Outcome, now_us: int) -> int | None:
+    """When a message was sent: its attempt's end (the rate of :mod:`alarmhub.core.digest` is
+    kept on these times), None when it was not."""
+    if outcome.state != rules.SENT:
+        return None
+    return outcome.ended_us if outcome.ended_us is not None else now_us
 
 
 def _error(error: str | None) -> str | None:
