@@ -162,6 +162,10 @@ def test_a_storm_is_sent_at_most_the_rate_a_minute_then_as_one_digest(engine: En
     assert "alice@example.com" not in {to for to, _ in take(engine, now + 2 * SECOND)}
     reopens = T0 + storm * SECOND + digest.WINDOW_SECONDS * SECOND + SECOND
     assert "alice@example.com" in {to for to, _ in take(engine, reopens)}
+    with write_transaction(engine) as conn:  # resent, a carried message goes on its own
+        sending.resend(conn, message.collapsed[-1], reopens)
+        again = notifications.log(conn, ACCOUNT)
+    assert next(r for r in again if r["id"] == message.collapsed[-1])["digest_id"] is None
 
 
 def test_a_digest_that_fails_for_now_is_made_again_with_what_came_since(engine: Engine) -> None:

@@ -120,9 +120,10 @@ class Runtime:
         else:
             # deliveries can be derived again from what is durable: their commits need not wait
             self._delivery_engine = store_engine.open_engine(settings.database, synchronous=False)
-            self.deliveries = delivery_process.workers(
-                self._delivery_engine, settings.data_dir, settings.timezone
-            )
+            self.deliveries = [
+                *delivery_process.workers(self._delivery_engine, settings.data_dir,
+                                          settings.timezone)
+            ]  # fmt: skip
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(

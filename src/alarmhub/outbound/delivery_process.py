@@ -60,9 +60,7 @@ def anything_to_deliver(conn: Connection) -> bool:
                for q in (_ANY_WEBHOOK, _ANY_GATEWAY, _ANY_QUEUED))  # fmt: skip
 
 
-def workers(
-    engine: Engine, data_dir: Path, timezone: str
-) -> list[DeliveryProcess | DeliveryWorker[Any, Any]]:
+def workers(engine: Engine, data_dir: Path, timezone: str) -> list[DeliveryWorker[Any, Any]]:
     """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
     station's ``timezone`` setting for the times of a digest)."""
     key = secret_key.load(data_dir)

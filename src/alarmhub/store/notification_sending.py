@@ -304,7 +304,8 @@ def release(conn: Connection, node: str) -> None:
 
 
 def resend(conn: Connection, notification_id: int, now_us: int) -> None:
-    """Queue a failed (or sent) message again, from its first attempt, due now."""
+    """Queue a failed (or sent) message again, from its first attempt, due now (one a digest
+    carried goes on its own: it names no digest any more)."""
     row = conn.execute(
         select(NOTE.state, NOTE.contact_id, NOTE.channel).where(
             NOTE.notification_id == notification_id
@@ -317,7 +318,14 @@ def resend(conn: Connection, notification_id: int, now_us: int) -> None:
     conn.execute(
         update(schema.notification)
         .where(NOTE.notification_id == notification_id)
-        .values(state=rules.QUEUED, attempts=0, due_us=now_us, sent_us=None, last_error=None)
+        .values(
+            state=rules.QUEUED,
+            attempts=0,
+            due_us=now_us,
+            sent_us=None,
+            last_error=None,
+            digest_id=None,
+        )
     )
     lanes.feed(conn, CHANNEL, [(row.contact_id, row.channel, now_us)])
     settle(conn, lanes.ids(conn, CHANNEL, [(row.contact_id, row.channel)]), free=False,
