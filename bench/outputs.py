@@ -30,20 +30,19 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from dc09_receiver import framed
 from pending_latency import (
     DNIS,
-    DRIVER,
-    SOURCE,
     alarmhub,
     body_of,
     free_port,
     index_of,
     node_cpu_seconds,
     percentile,
+    post_signals,
     provision,
     start_node,
     stop_node,
@@ -148,6 +147,9 @@ class Paths:
         indexes = iter(range(first, first + count))
         started = time.perf_counter()
 
+        def body(index: int) -> bytes:
+            return body_of(index, ACCOUNTS)
+
         async def paced(index: int) -> None:
             if rate is not None:
                 delay = started + (index - first) / rate - time.perf_counter()
@@ -156,41 +158,25 @@ class Paths:
 
         async def both() -> None:
             await asyncio.gather(
-                *(self._http(indexes, paced, latencies["http"]) for _ in range(CONNECTIONS)),
+                *(
+                    post_signals(self.port, self.token, indexes, body, latencies["http"], paced)
+                    for _ in range(CONNECTIONS)
+                ),
                 *(self._dc09(indexes, paced, latencies["dc09"]) for _ in range(CONNECTIONS)),
             )
 
         asyncio.run(both())
         return latencies
 
-    async def _http(
-        self, indexes: Iterator[int], paced: Callable[[int], object], out: list[float]
-    ) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        for index in indexes:
-            await paced(index)  # type: ignore[misc]
-            body = body_of(index, ACCOUNTS)
-            request = (
-                f"POST /rx/{SOURCE}:{DRIVER}/contact_id HTTP/1.1\r\nHost: bench\r\n"
-                f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n"
-            ).encode() + body
-            sent = time.perf_counter()
-            writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            answer = await reader.readexactly(length)
-            if b" 200 " not in head.split(b"\r\n")[0]:
-                raise SystemExit(f"signal {index} refused: {head!r} {answer!r}")
-            out.append(time.perf_counter() - sent)
-        writer.close()
-
     async def _dc09(
-        self, indexes: Iterator[int], paced: Callable[[int], object], out: list[float]
+        self,
+        indexes: Iterator[int],
+        paced: Callable[[int], Awaitable[None]],
+        out: list[float],
     ) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.dc09_port)
         for sequence, index in enumerate(indexes, start=1):
-            await paced(index)  # type: ignore[misc]
+            await paced(index)
             sent = time.perf_counter()
             writer.write(dc09_frame(index, sequence % 9999 + 1))
             answer = await reader.readuntil(b"\r")

@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
@@ -135,6 +135,36 @@ async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     """One HTTP/1.1 message from ``reader``: its head and its body (by Content-Length)."""
     head = await reader.readuntil(b"\r\n\r\n")
     return head, await reader.readexactly(int(header(head, b"content-length") or 0))
+
+
+async def post_signals(
+    port: int,
+    token: str,
+    indexes: Iterator[int],
+    body: Callable[[int], bytes],
+    out: list[float],
+    paced: Callable[[int], Awaitable[None]] | None = None,
+) -> None:
+    """One keep-alive connection posting signals ``body(index)`` for the ``indexes`` it takes
+    (shared by several connections), each after the last one's answer (and ``paced(index)``);
+    each request's latency (seconds) appended to ``out``. Exits on any answer but 200."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for index in indexes:
+        if paced is not None:
+            await paced(index)
+        content = body(index)
+        request = (
+            f"POST /rx/{SOURCE}:{DRIVER}/contact_id HTTP/1.1\r\nHost: bench\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(content)}\r\n\r\n"
+        ).encode() + content
+        sent = time.perf_counter()
+        writer.write(request)
+        head, answer = await read_message(reader)
+        if b" 200 " not in head.split(b"\r\n")[0]:
+            raise SystemExit(f"signal {index} refused: {head!r} {answer!r}")
+        out.append(time.perf_counter() - sent)
+    writer.close()
 
 
 def serve_until(handle: Any, port: int, stop: Any) -> None:

@@ -20,6 +20,7 @@ from tests.support.database import POSTGRESQL, SQLITE, database_url
 from tests.support.hashing import hashing_once
 from tests.support.in_process import InProcessStation, in_process_node
 from tests.support.processes import ROOT, Server, Station, provision
+from tests.support.tls import one_tls_context
 
 BOTH = (SQLITE, POSTGRESQL)
 DEFAULT_BACKENDS = {"store": BOTH, "crash": BOTH}
@@ -88,6 +89,13 @@ def _sqlite_only(request: pytest.FixtureRequest, backend: str) -> None:
 def _hash_each_password_once() -> Iterator[None]:
     """Stations made in this process hash each password once (``tests.support.hashing``)."""
     with hashing_once():
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_tls_context() -> Iterator[None]:
+    """The HTTP clients made in this process share one TLS context (``tests.support.tls``)."""
+    with one_tls_context():
         yield
 
 

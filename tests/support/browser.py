@@ -39,19 +39,31 @@ def launch(playwright: Playwright) -> Browser:
 
 
 @contextmanager
-def open_page() -> Iterator[Page]:
-    """A page of a new headless Chromium, closed at the end of the block (before the server
-    stops: its event stream ends with it)."""
+def chromium() -> Iterator[Browser]:
+    """A headless Chromium, closed at the end of the block: one for a module's tests, each of
+    which opens its pages in browser contexts of its own (``open_page``)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = launch(playwright)
         try:
-            context = browser.new_context(viewport={"width": 1600, "height": 1000})
-            page = context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def open_page(browser: Browser) -> Iterator[Page]:
+    """A page in a new context of ``browser`` (its own cookies and storage, as in a browser of
+    its own); at the end of the block every context of the browser is closed, the ones the test
+    opened for other users too (before the server stops: their event streams end with them)."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        yield page
+    finally:
+        for opened in browser.contexts:
+            opened.close()
 
 
 def shot(page: Page, name: str) -> None:

@@ -198,6 +198,7 @@ class Server:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        self.kill()  # its fixture fails in setup and never stops it: it must not outlive the run
         raise AssertionError(f"server did not become healthy:\n{self.log()}")
 
     def log(self) -> str:

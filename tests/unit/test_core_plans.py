@@ -108,6 +108,12 @@ def test_notifying_counts_only_calls_after_the_dispatch() -> None:
     assert [s.done for s in burglary_states(before)][3] is False
 
 
+def test_notifying_is_done_by_messages_sent_from_the_alarm_screen() -> None:
+    messaged = burglary_states(Done(acknowledged=frozenset({4})))  # no dispatch, no call list
+    assert (messaged[3].done, messaged[3].applies) == (True, True)
+    assert burglary_states(Done(acknowledged=frozenset({3})))[3].done is False
+
+
 def test_a_step_the_account_cannot_do_is_not_held_against_a_resolution() -> None:
     states = burglary_states(Done())  # no premises phone, no call list
     assert plans.undone_required(states) == []

@@ -35,6 +35,7 @@ from alarmhub.clock import now_us
 from alarmhub.console import calls, inputs, pages, plan_actions, plumbing, security, siblings, views
 from alarmhub.console.account_data import AccountData
 from alarmhub.console.feed import EventStream, LiveFeed
+from alarmhub.console.notify import NotifyPanel
 from alarmhub.console.on_test import OnTestPanel
 from alarmhub.console.outputs import OutputsPanel
 from alarmhub.console.receivers import ReceiversPanel
@@ -448,6 +449,7 @@ class Console:
             *OnTestPanel(self, plumbing.json_body).routes(self.api, API),
             *ReceiversPanel(self).routes(self.api, API),
             *OutputsPanel(self).routes(self.api, API),
+            *NotifyPanel(self, plumbing.json_body, self.station_zone).routes(self.api, API),
             *Schedules(self, plumbing.json_body, self.station_zone).routes(self.api, API),
             Mount(
                 "/console/static",

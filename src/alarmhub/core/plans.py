@@ -3,10 +3,11 @@
 An alarm's plan is the ordered list of steps its TYPE calls for: the station's plan for one zone
 of the account, else for the account, else for every account, else the shipped one. A step is
 done by what the operator did (a call logged to the premises, the call list worked, a passcode
-verified, an agency dispatched, the call list notified after the dispatch, a step acknowledged
-with a note), never by a tick alone. A resolution is refused while a required step is undone;
-a resolution whose code means dispatch needs a recorded dispatch (checked first); a dispatch
-that needs enhanced call verification (ECV) needs two logged calls to two different numbers.
+verified, an agency dispatched, the call list notified after the dispatch: called, or sent a
+message from the alarm screen; a step acknowledged with a note), never by a tick alone. A
+resolution is refused while a required step is undone; a resolution whose code means dispatch
+needs a recorded dispatch (checked first); a dispatch that needs enhanced call verification
+(ECV) needs two logged calls to two different numbers.
 """
 
 from __future__ import annotations
@@ -212,6 +213,8 @@ def _is_done(position: int, step: Step, done: Done) -> tuple[bool, bool]:
     if kind is StepKind.DISPATCH:
         return any(agency == step.agency for agency, _ in done.dispatches), True
     if kind is StepKind.NOTIFY:
+        if position in done.acknowledged:
+            return True, True  # the call list messaged from the alarm screen
         if not done.dispatches:
             return False, False  # nothing to notify of
         first = min(at for _, at in done.dispatches)

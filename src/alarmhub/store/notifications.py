@@ -14,7 +14,7 @@ when the response data changes), or :func:`subscribed_kinds` reads them in one s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
@@ -128,16 +128,30 @@ def queue(conn: Connection, told: Sequence[Told], station: tzinfo = UTC) -> None
     (its schedule's), else in ``station``'s."""
     if not told:
         return
+    recipients = _recipients(conn, sorted({t.account for t in told}))
+    if recipients:
+        send(conn, told, recipients, station)
+
+
+def send(
+    conn: Connection,
+    told: Sequence[Told],
+    recipients: Mapping[str, Sequence[Recipient]],
+    station: tzinfo = UTC,
+    now_us: int | None = None,
+) -> int:
+    """Render and queue the messages of ``told`` to the ``recipients`` of each account (those
+    whose kinds hold the message's), each by its channels, due at once; feed their lanes. Queued
+    ``now_us`` when given (an operator's message about an older alarm), else when told of. How
+    many were queued."""
     accounts = sorted({t.account for t in told})
-    recipients = _recipients(conn, accounts)
-    if not recipients:
-        return
     names, zones = account_names_and_zones(conn, accounts)
     descriptions = _descriptions(conn, [(t.account, t.zone) for t in told if t.zone])
     templates = templates_all(conn)
     rows: list[dict[str, Any]] = []
     for t in told:
         occurrence: Occurrence | None = None
+        at_us = t.at_us if now_us is None else now_us
         for contact_id, notify, channels in recipients.get(t.account, ()):
             if t.kind not in notify:
                 continue
@@ -155,12 +169,13 @@ def queue(conn: Connection, told: Sequence[Told], station: tzinfo = UTC) -> None
                     "channel": channel, "recipient": to, "subject": message.subject,
                     "body": message.body, "html": message.html if channel == rules.EMAIL else "",
                     "event_id": t.event_id, "incident_number": t.incident_number,
-                    "state": rules.QUEUED, "attempts": 0, "due_us": t.at_us,
-                    "queued_us": t.at_us,
+                    "state": rules.QUEUED, "attempts": 0, "due_us": at_us, "queued_us": at_us,
                 })  # fmt: skip
-    if rows:
-        conn.execute(insert(schema.notification), rows)
-        lanes.feed(conn, rules.LANES, ((r["contact_id"], r["channel"], r["due_us"]) for r in rows))
+    if not rows:
+        return 0
+    conn.execute(insert(schema.notification), rows)
+    lanes.feed(conn, rules.LANES, ((r["contact_id"], r["channel"], r["due_us"]) for r in rows))
+    return len(rows)
 
 
 Recipient = tuple[int, frozenset[str], list[tuple[str, str]]]
@@ -168,6 +183,7 @@ Recipient = tuple[int, frozenset[str], list[tuple[str, str]]]
 
 
 def _recipients(conn: Connection, accounts: Sequence[str]) -> dict[str, list[Recipient]]:
+    """The contacts of ``accounts`` subscribed to some kind by some channel."""
     phones = [c for number, kind in PHONE_COLUMNS for c in (CONTACT[number], CONTACT[kind])]
     found: dict[str, list[Recipient]] = {}
     for chunk in chunks(accounts):
@@ -180,7 +196,7 @@ def _recipients(conn: Connection, accounts: Sequence[str]) -> dict[str, list[Rec
         ).mappings():  # fmt: skip
             channels = []
             for channel in row["notify_by"].split():
-                to = row["email"] if channel == rules.EMAIL else _mobile(row)
+                to = row["email"] if channel == rules.EMAIL else mobile(row)
                 if to:
                     channels.append((channel, to))
             found.setdefault(row["account_number"], []).append(
@@ -189,7 +205,7 @@ def _recipients(conn: Connection, accounts: Sequence[str]) -> dict[str, list[Rec
     return found
 
 
-def _mobile(row: Any) -> str:
+def mobile(row: Any) -> str:
     """A contact's first mobile phone number ('' when it has none)."""
     for number, kind in PHONE_COLUMNS:
         if row[number] and row[kind] == "mobile":

@@ -1,9 +1,10 @@
 // alarmhub operator console, the alarm screen's action plan: the plan's steps in order (done,
 // to do, n/a; the next one highlighted), each done by the operator's own action (a call to the
-// premises, the call list, the passcode check, a dispatch, a note that acknowledges a video or
-// instruction step); enhanced call verification; the dispatch form with the AVS-01 levels; the
-// dispatches made; why a resolution was refused. Builds on console.js and calls.js
-// (window.alarmhub); every text from the server goes in with textContent.
+// premises, the call list called or messaged (notify.js), the passcode check, a dispatch, a note
+// that acknowledges a video or instruction step); enhanced call verification; the dispatch form
+// with the AVS-01 levels; the dispatches made; why a resolution was refused. Builds on
+// console.js and calls.js (window.alarmhub); every text from the server goes in with
+// textContent.
 "use strict";
 
 (() => {
@@ -176,7 +177,7 @@
     const ways = {
       premises: () => hub.callPremises(),
       "call-list": () => hub.focusCallList(),
-      notify: () => hub.focusCallList(),
+      notify: () => hub.focusCallList(), // or E: message them (notify.js)
       passcode: () => hub.focusPasscode(),
       dispatch: () => openDispatch(step.agency),
       video: () => openStep(step),

@@ -1,0 +1,213 @@
+"""Notifications in a storm, on SQLite, to a real SMTP server (aiosmtpd as its own process,
+``tests/support/smtp_server.py``): rounds of 1,000 burglary alarms for 100 accounts whose three
+contacts each subscribe to alarms by e-mail ("storm"), in turns with rounds of 1,000 alarms for
+100 accounts nobody subscribes to ("quiet"), each round on accounts of its own:
+
+- messages the SMTP server accepted a second (a storm round's, from its first signal to the last
+  message of its events accepted) and how many: each recipient's first messages one by one, then
+  a digest (at most ``core.digest.RATE`` a minute to one recipient);
+- commit to acceptance, p50/p99, of every event of the storms: from the notification's
+  ``queued_us`` (the time of the event the routing transaction committed) to the moment the
+  server wrote the message that carried it (the message itself, or the digest);
+- the signal path's request latency (p50/p99) in the storm rounds against the quiet ones.
+
+    .venv/bin/python bench/notifications.py [--rounds 3] [--alarms 1000] [--accounts 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from pending_latency import (
+    DNIS,
+    alarmhub,
+    free_port,
+    node_cpu_seconds,
+    percentile,
+    post_signals,
+    provision,
+    start_node,
+    stop_node,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support below
+
+from tests.support.smtp_server import SmtpServer
+
+RUNAWAY_OFF = 1_000_000
+CONTACTS = 3  # a subscribed account's
+CONNECTIONS = 16
+
+
+def account_of(panel: int) -> str:
+    """The account ``pending_latency.provision`` makes of ``panel`` (its mask ``7#####``)."""
+    return f"7{panel:05d}"
+
+
+def body(panel: int, zone: int) -> bytes:
+    return json.dumps(
+        {"dnis": DNIS, "panel": str(panel), "code": "E130", "area": "01",
+         "zone_or_user": f"{zone:03d}"}, separators=(",", ":"),
+    ).encode()  # fmt: skip
+
+
+def write_contacts(path: Path, panels: list[int]) -> None:
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["account", "name", "email", "notify", "notify_by"])
+        for panel in panels:
+            for n in range(1, CONTACTS + 1):
+                address = f"s{n}.{account_of(panel)}@bench.example"
+                out.writerow([account_of(panel), f"SUBSCRIBER {n}", address, "alarm", "email"])
+
+
+def storm(port: int, token: str, first_panel: int, accounts: int, alarms: int) -> list[float]:
+    """``alarms`` burglaries spread over the accounts of panels first_panel.., each a zone of
+    its own (a new alarm), as fast as CONNECTIONS senders go; the request latencies."""
+    latencies: list[float] = []
+    indexes = iter(range(alarms))
+
+    def signal(index: int) -> bytes:
+        return body(first_panel + index % accounts, index // accounts + 1)
+
+    async def senders() -> None:
+        await asyncio.gather(
+            *(post_signals(port, token, indexes, signal, latencies) for _ in range(CONNECTIONS))
+        )
+
+    asyncio.run(senders())
+    return latencies
+
+
+def log(data_dir: Path) -> list[dict[str, object]]:
+    return json.loads(alarmhub(data_dir, "notify", "log", "--limit", "10000", "--json"))  # type: ignore[no-any-return]
+
+
+def arrivals(smtp: SmtpServer) -> dict[str, list[tuple[float, str]]]:
+    """Each recipient's messages as the server wrote them: (when, subject), in order."""
+    found: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for envelope in sorted(smtp.directory.glob("*.json")):
+        message = json.loads(envelope.read_text())
+        raw = envelope.with_suffix(".eml").read_bytes()
+        subject = next(
+            (
+                line[9:].decode().strip()
+                for line in raw.splitlines()
+                if line.startswith(b"Subject: ")
+            ),
+            "",
+        )
+        for to in message["rcpt_tos"]:
+            found[to].append((envelope.stat().st_mtime, subject))
+    return found
+
+
+def carried(notes: list[dict[str, object]], got: dict[str, list[tuple[float, str]]]) -> list[float]:
+    """Each notification's commit-to-acceptance (seconds): per recipient, the messages arrive in
+    the order of its notifications; a digest carries every one queued before it arrived.
+    ``notes``: oldest first."""
+    delays: list[float] = []
+    by_to: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for note in notes:
+        by_to[str(note["to"])].append(note)
+    for to, mine in by_to.items():
+        messages = got.get(to, [])
+        position = 0
+        for arrived_at, subject in messages:
+            if position >= len(mine):
+                break
+            if " events from " in subject:  # a digest: the rest of the lane's queue then
+                take = [n for n in mine[position:] if int(n["queued_us"]) <= arrived_at * 1e6]  # type: ignore[call-overload]
+            else:
+                take = mine[position : position + 1]
+            for note in take:
+                delays.append(arrived_at - int(note["queued_us"]) / 1e6)  # type: ignore[call-overload]
+            position += len(take)
+    return delays
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="storm rounds (as many quiet)")
+    parser.add_argument("--alarms", type=int, default=1_000, help="alarms a round")
+    parser.add_argument("--accounts", type=int, default=100, help="accounts a round")
+    args = parser.parse_args()
+    groups = 2 * args.rounds
+    with tempfile.TemporaryDirectory(prefix="alarmhub-bench-notify-") as tmp:
+        data_dir = Path(tmp) / "station"
+        token, _ = provision(data_dir, groups * args.accounts)
+        storms = [range(1 + g * args.accounts, 1 + (g + 1) * args.accounts)
+                  for g in range(0, groups, 2)]  # fmt: skip
+        contacts = Path(tmp) / "contacts.csv"
+        write_contacts(contacts, [panel for panels in storms for panel in panels])
+        alarmhub(data_dir, "contact", "import", str(contacts), "--json")
+        smtp = SmtpServer(Path(tmp) / "smtp", free_port()).start()
+        alarmhub(data_dir, "notify", "smtp", "--url", f"smtp://127.0.0.1:{smtp.port}",
+                 "--from", "alarms@station.example")  # fmt: skip
+        port = free_port()
+        node = start_node(data_dir, port, RUNAWAY_OFF, Path(tmp) / "node.log",
+                          env={"ALARMHUB_LOG_LEVEL": "warning"})  # fmt: skip
+        try:
+            run(args, data_dir, node.pid, port, token, smtp)
+        finally:
+            stop_node(node)
+            smtp.stop()
+
+
+def run(
+    args: argparse.Namespace, data_dir: Path, node_pid: int, port: int, token: str,
+    smtp: SmtpServer,
+) -> None:  # fmt: skip
+    requests: dict[str, list[float]] = {"storm": [], "quiet": []}
+    rates, counts = [], []
+    cpu0 = node_cpu_seconds(node_pid)
+    for group in range(2 * args.rounds):
+        state = "quiet" if group % 2 else "storm"
+        first_panel = 1 + group * args.accounts
+        before = len(list(smtp.directory.glob("*.json")))
+        started = time.time()
+        requests[state] += storm(port, token, first_panel, args.accounts, args.alarms)
+        if state == "quiet":
+            continue
+        recipients = args.accounts * CONTACTS
+        deadline = time.monotonic() + 300
+        while any(n["state"] == "queued" for n in log(data_dir)):
+            if time.monotonic() > deadline:
+                raise SystemExit("messages still queued after 300 s")
+            time.sleep(0.5)
+        files = sorted(smtp.directory.glob("*.json"))[before:]
+        last = max(f.stat().st_mtime for f in files)
+        rates.append(len(files) / (last - started))
+        counts.append((len(files), recipients))
+    cpu = node_cpu_seconds(node_pid) - cpu0
+    notes = sorted((n for n in log(data_dir) if n["kind"] != "digest"), key=lambda n: int(n["id"]))  # type: ignore[call-overload]
+    sent = [n for n in notes if n["state"] == "sent"]
+    delays = sorted(carried(sent, arrivals(smtp)))
+    events = args.rounds * args.alarms * CONTACTS
+    print(f"storm rounds: {args.rounds} x {args.alarms:,} alarms for {args.accounts} accounts,"
+          f" {CONTACTS} subscribers each (e-mail); as many quiet rounds")  # fmt: skip
+    for (messages, recipients), rate in zip(counts, rates, strict=True):
+        print(f"  {messages} messages to {recipients} recipients, {rate:,.0f} accepted/s")
+    print(f"  notifications {len(notes):,} (expected {events:,}), sent {len(sent):,},"
+          f" carried to the server {len(delays):,}")  # fmt: skip
+    print(f"  commit to acceptance: p50 {statistics.median(delays):.2f} s,"
+          f" p99 {percentile(delays, 0.99):.2f} s, max {delays[-1]:.2f} s")  # fmt: skip
+    for state, values in requests.items():
+        values.sort()
+        print(f"  signal path, {state:>5} rounds: {len(values):,} requests, p50"
+              f" {statistics.median(values) * 1000:.1f} ms, p99"
+              f" {percentile(values, 0.99) * 1000:.1f} ms")  # fmt: skip
+    print(f"  node CPU {cpu:.1f} s in all")
+
+
+if __name__ == "__main__":
+    main()
