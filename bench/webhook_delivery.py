@@ -17,7 +17,7 @@ probe), a side process publishes events at the same rate through ``store.events.
 
     .venv/bin/python bench/webhook_delivery.py [--rate 1000] [--duration 20] [--hang-duration 10]
 
-``--backlogs N`` measures instead the webhook process's CPU (a share of one core) while N
+``--backlogs N`` measures instead the delivery process's CPU (a share of one core) while N
 webhooks each hold a backlog of ``--backlog`` deliveries of one account whose receiver fails
 (nothing listens on its port), between retries: what the worker costs for deliveries that wait.
 
@@ -144,16 +144,16 @@ def publish_backlog(db: Path, account: str, count: int) -> None:
     engine.dispose()
 
 
-def webhook_process_pid(node_pid: int) -> int | None:
+def delivery_process_pid(node_pid: int) -> int | None:
     for task in Path(f"/proc/{node_pid}/task").iterdir():
         for child in (task / "children").read_text().split():
-            if b"alarmhub.outbound.webhook_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"alarmhub.outbound.delivery_process" in Path(f"/proc/{child}/cmdline").read_bytes():
                 return int(child)
     return None
 
 
 def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:
-    """The webhook process's CPU while ``backlogs`` webhooks' deliveries wait for a retry."""
+    """The delivery process's CPU while ``backlogs`` webhooks' deliveries wait for a retry."""
     data_dir = Path(tempfile.mkdtemp(prefix="alarmhub-webhooks-"))
     node = None
     try:
@@ -166,8 +166,8 @@ def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:
             )
         publish_backlog(data_dir / "alarmhub.db", "700001", backlog)
         time.sleep(15.0)  # the process started, the first two attempts made (2 s, 8 s later)
-        pid = webhook_process_pid(node.pid)
-        assert pid is not None, "no webhook process"
+        pid = delivery_process_pid(node.pid)
+        assert pid is not None, "no delivery process"
         before = cpu_seconds(pid)
         time.sleep(seconds)  # the next retry is a minute after the second failure
         share = (cpu_seconds(pid) - before) / seconds

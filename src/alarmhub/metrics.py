@@ -175,3 +175,9 @@ OUTPUT_UP = Gauge(
     ["output"],
     multiprocess_mode="livemax",
 )
+NOTIFICATIONS = Counter(
+    "alarmhub_notifications",
+    "Attempts to send a message to a subscriber, by channel and how each ended (sent, retry, "
+    "failed)",
+    ["channel", "outcome"],
+)

@@ -86,7 +86,7 @@ def test_an_operator_messages_the_contacts_and_resends_a_failed_message(
         to_alice = conn.execute(
             select(N.notification_id).where(N.recipient == "alice@example.com")
         ).scalar_one()
-        failure = notification_sending.Outcome(to_alice, False, "550 no such mailbox")
+        failure = notification_sending.Outcome(to_alice, "failed", 1, "550 no such mailbox")
         notification_sending.record(conn, [failure], 0)
     page.keyboard.press("Escape")  # the alarm screen closed
     page.click("#messages-button")

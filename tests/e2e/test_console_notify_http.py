@@ -109,7 +109,7 @@ def test_failed_messages_are_listed_and_resent(hub: NodeHub) -> None:
         lane_ids = lanes.ids(conn, rules.LANES, [(bob, rules.SMS)])
         lanes.claim(conn, lane_ids, "node-b", now + units.hours_us(1))  # never sent from here
         message = store.log(conn, HOME)[0]  # the newest
-        failure = notification_sending.Outcome(message["id"], False, "gateway said 400")
+        failure = notification_sending.Outcome(message["id"], "failed", 1, "gateway said 400")
         notification_sending.record(conn, [failure], now)
     body = console.get("/notifications/failed").json()
     assert body["failed"] == 1 and body["server_us"] >= now

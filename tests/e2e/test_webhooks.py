@@ -179,22 +179,22 @@ def test_killed_between_commit_and_delivery_delivers_after_restart(
         receiver.stop()
 
 
-def webhook_pids(server: Server) -> list[int]:
-    """The webhook processes this server started, oldest first, from its log."""
-    return [int(p) for p in re.findall(r'webhook process started".*?\bpid=(\d+)', server.log())]
+def delivery_pids(server: Server) -> list[int]:
+    """The delivery processes this server started, oldest first, from its log."""
+    return [int(p) for p in re.findall(r'delivery process started".*?\bpid=(\d+)', server.log())]
 
 
-def test_the_webhook_process_is_started_again_and_ends_with_its_node(
+def test_the_delivery_process_is_started_again_and_ends_with_its_node(
     tmp_path: Path, engine: Engine, node: Server, receiver: Receiver
 ) -> None:
-    assert webhook_pids(node) == [], "no webhook: no webhook process"
+    assert delivery_pids(node) == [], "nothing to deliver: no delivery process"
     add_webhook(tmp_path, receiver.url, events.ALARM_RAISED)
     first = publish(engine, "700001")
     wait_for(lambda: receiver.delivered, "delivered", DELIVERY_DEADLINE_S)
-    [worker] = webhook_pids(node)
+    [worker] = delivery_pids(node)
     os.kill(worker, signal.SIGKILL)
     wait_gone(worker)
-    [_, again] = wait_for(lambda: (p := webhook_pids(node)) and len(p) == 2 and p, "a restart")
+    [_, again] = wait_for(lambda: (p := delivery_pids(node)) and len(p) == 2 and p, "a restart")
     second = publish(engine, "700001")
     wait_for(lambda: second in receiver.delivered_ids(), "delivered again", DELIVERY_DEADLINE_S)
     # at least once: the first again too, if the killed process had not recorded it yet

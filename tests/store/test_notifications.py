@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from cryptography.fernet import Fernet
@@ -241,3 +242,14 @@ def test_a_stations_template_is_checked_used_and_reset(engine: Engine) -> None:
         message["body"].startswith(f"ALARM {ACCOUNT}: BURGLARY")
         and "(Acme Widgets)" in message["body"]
     )
+
+
+def test_a_test_start_is_told_in_the_stations_time_zone_where_the_account_has_none(
+    engine: Engine,
+) -> None:
+    subscribe(engine, "Tina", ("test",), ("email",))
+    berlin = ZoneInfo("Europe/Berlin")
+    act(engine, lambda c: on_test.start(c, ACCOUNT, 60, "J Smith", T0, station=berlin),
+        queues=True)  # fmt: skip
+    (message,) = messages(engine)
+    assert message["body"].endswith("Time: 2027-01-15 09:00:00 CET")

@@ -192,7 +192,7 @@ def test_a_failed_message_is_listed_and_resent(engine: Engine) -> None:
     alarm_id = taken(engine, BURGLARY)
     with engine.connect() as conn:
         (bob,) = notify_operator.for_alarm(conn, ACCOUNT, alarm_id)
-    failure = notification_sending.Outcome(bob["id"], False, "SMS gateway said 400")
+    failure = notification_sending.Outcome(bob["id"], "failed", 1, "SMS gateway said 400")
     with write_transaction(engine) as conn:
         notification_sending.record(conn, [failure], T0)
     with engine.connect() as conn:

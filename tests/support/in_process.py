@@ -155,7 +155,7 @@ def in_process_node(
         name.removeprefix("ALARMHUB_").lower(): value for name, value in (env or {}).items()
     }
     settings = load(data_dir, **overrides)
-    runtime = Runtime(settings, start_writer=WriterThread.start, webhooks_apart=False)
+    runtime = Runtime(settings, start_writer=WriterThread.start, deliveries_apart=False)
     app = build_app(runtime, parts)
     records = NodeLog()
     with (

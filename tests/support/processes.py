@@ -205,7 +205,7 @@ class Server:
         return self.log_path.read_text(errors="replace") if self.log_path else ""
 
     def pids(self) -> list[int]:
-        """The server's process and its descendants (workers, writer, webhook process)."""
+        """The server's process and its descendants (workers, writer, delivery process)."""
         assert self.process is not None
         found, queue = [], [self.process.pid]
         while queue:

@@ -135,3 +135,12 @@ def test_an_address_is_accepted(address: str) -> None:
 )  # fmt: skip
 def test_an_address_is_refused(address: str) -> None:
     assert email_problem(address) is not None
+
+
+def test_the_default_sender_is_the_machines_name_or_localhost() -> None:
+    from alarmhub.core.notifications import default_sender, email_problem
+
+    assert default_sender("Node-1.Example.com") == "alarmhub@node-1.example.com"
+    for odd in ("", "bad host\r\nBcc: x@y", "under_score..x"):
+        sender = default_sender(odd)
+        assert email_problem(sender) is None and "\n" not in sender

@@ -7,6 +7,7 @@ messages (``notify log``). Who is notified of what is set on contacts (``contact
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import TextIO
 
@@ -24,7 +25,7 @@ from alarmhub.cli.output import (
     when,
 )
 from alarmhub.clock import now_us
-from alarmhub.core.notifications import CHANNELS, KINDS, SMS_FORMATS, TWILIO
+from alarmhub.core.notifications import CHANNELS, KINDS, SMS_FORMATS, TWILIO, default_sender
 
 SMTP_USER, SMTP_PASSWORD = "ALARMHUB_SMTP_USER", "ALARMHUB_SMTP_PASSWORD"
 SMS_USER, SMS_PASSWORD = "ALARMHUB_SMS_USER", "ALARMHUB_SMS_PASSWORD"
@@ -33,7 +34,8 @@ STATUS_COLUMNS = [("channel", "CHANNEL"), ("url", "URL"), ("from", "FROM"), ("mo
                   ("failed", "FAILED")]  # fmt: skip
 LOG_COLUMNS = [("id", "ID"), ("queued", "QUEUED"), ("account", "ACCOUNT"), ("kind", "KIND"),
                ("channel", "CHANNEL"), ("to", "TO"), ("state", "STATE"),
-               ("attempts", "ATTEMPTS"), ("last_error", "LAST ERROR")]  # fmt: skip
+               ("attempts", "ATTEMPTS"), ("digest_id", "DIGEST"),
+               ("last_error", "LAST ERROR")]  # fmt: skip
 
 
 @click.group("notify")
@@ -51,7 +53,8 @@ def _env(name: str) -> str:
     help="The SMTP server: smtp://HOST:PORT, or smtps://HOST:PORT for implicit TLS.",
 )  # fmt: skip
 @click.option("--from", "sender", default="", metavar="ADDRESS",
-              help="The sender's address (From) of every e-mail.")  # fmt: skip
+              help="The sender's address (From) of every e-mail (default: alarmhub@ this "
+                   "machine's name).")  # fmt: skip
 @click.option("--starttls", is_flag=True, help="Upgrade the connection with STARTTLS.")
 @click.option(
     "--user", default=None, metavar="NAME",
@@ -74,6 +77,7 @@ def notify_smtp(
         raise CommandError(f"logging in as {user!r} needs the password in {SMTP_PASSWORD}")
     if password and not user:
         raise CommandError(f"{SMTP_PASSWORD} is set: give the user (--user or {SMTP_USER})")
+    sender = sender or default_sender(socket.getfqdn())
     key = station_key(data_dir)
     operations.run(open_store(data_dir), lambda c: store.set_smtp(
         c, key, url, sender, starttls, user, password or None, now_us()))  # fmt: skip

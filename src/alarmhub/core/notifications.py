@@ -206,6 +206,13 @@ def smtp_problem(url: str, sender: str) -> str | None:
     return email_problem(sender) if sender else None
 
 
+def default_sender(host: str) -> str:
+    """The From of e-mail when a station sets none: ``alarmhub@`` the machine's name ``host``
+    (``alarmhub@localhost`` when that is no mail domain)."""
+    sender = f"alarmhub@{host.strip().lower()}"
+    return sender if email_problem(sender) is None else "alarmhub@localhost"
+
+
 def sms_problem(url: str, fmt: str) -> str | None:
     """Why an HTTP SMS gateway at ``url`` in format ``fmt`` cannot be used, or None."""
     parts = urlsplit(url)

@@ -2,8 +2,9 @@
 DC-09 receiver) and its ASGI apps. The only module that wires dependencies: each adapter gets
 the few things it uses from here, never the runtime itself.
 
-A runtime starts its signal writer, and its webhook worker, as processes of their own unless
-given another ``start_writer`` (see :mod:`alarmhub.store.writer`) or ``webhooks_apart=False``:
+A runtime starts its signal writer, and its delivery workers (webhooks, notifications), as
+processes of their own unless given another ``start_writer`` (see :mod:`alarmhub.store.writer`)
+or ``deliveries_apart=False``:
 the choices left to whoever embeds a node, e.g. tests that run its app in-process with the
 writer in a thread."""
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
@@ -34,9 +35,10 @@ from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
 from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.node.listener_limits import StreamBudget
+from alarmhub.outbound import delivery_process
 from alarmhub.outbound.automation_outputs import AutomationOutputs
-from alarmhub.outbound.webhook_process import WebhookProcess
-from alarmhub.outbound.webhooks import WebhookWorker
+from alarmhub.outbound.delivery import DeliveryWorker
+from alarmhub.outbound.delivery_process import DeliveryProcess
 from alarmhub.receivers.links import LinkSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -59,7 +61,7 @@ CHECKPOINT_SECONDS = 1.0
 class WorkerRole:
     """What a worker process of a node with several (``serve --workers N``) shares with the
     others: the node's writer (listening at ``writer_address``) and the file whose lock makes
-    one of them the supervision leader on SQLite. The node's parent process runs the webhook
+    one of them the supervision leader on SQLite. The node's parent process runs the delivery
     process, the schema upgrade and the SQLite checkpoints for them all."""
 
     index: int
@@ -84,7 +86,7 @@ class Runtime:
         dc09_sockets: Sequence[dc09_server.Sockets] = (),
         *,
         start_writer: StartWriter = start_process,
-        webhooks_apart: bool = True,
+        deliveries_apart: bool = True,
         worker: WorkerRole | None = None,
     ) -> None:
         self.settings = settings
@@ -109,14 +111,19 @@ class Runtime:
             settings.heartbeat_flush_seconds,
         )
         self.live_feed = console.LiveFeed(self.engine)
-        self._webhook_engine = None
-        self.webhooks: WebhookProcess | WebhookWorker | None = WebhookProcess(settings, self.engine)
+        self._delivery_engine = None
+        self.deliveries: list[DeliveryProcess | DeliveryWorker[Any, Any]] = []
         if worker is not None:
-            self.webhooks = None  # one webhook process a node: its parent's
-        elif not webhooks_apart:
+            pass  # one delivery process a node: its parent's
+        elif deliveries_apart:
+            self.deliveries = [DeliveryProcess(settings, self.engine)]
+        else:
             # deliveries can be derived again from what is durable: their commits need not wait
-            self._webhook_engine = store_engine.open_engine(settings.database, synchronous=False)
-            self.webhooks = WebhookWorker(self._webhook_engine, station_key)
+            self._delivery_engine = store_engine.open_engine(settings.database, synchronous=False)
+            self.deliveries = [
+                *delivery_process.workers(self._delivery_engine, settings.data_dir,
+                                          settings.timezone)
+            ]  # fmt: skip
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
             accounts = AccountBook(
@@ -154,8 +161,8 @@ class Runtime:
         await self.writer.run(self.heartbeats.load)
         await self.heartbeats.start()
         await self.live_feed.start()
-        if self.webhooks is not None:
-            await self.webhooks.start()
+        for deliveries in self.deliveries:
+            await deliveries.start()
         self._tasks.append(asyncio.create_task(metrics.tallies(), name="metrics-tallies"))
         if self.engine.dialect.name == "sqlite" and self.worker is None:
             self._tasks.append(
@@ -186,8 +193,8 @@ class Runtime:
         if self.outputs is not None:
             await self.outputs.stop()
         await self.live_feed.stop()
-        if self.webhooks is not None:
-            await self.webhooks.stop()
+        for deliveries in self.deliveries:
+            await deliveries.stop()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()
@@ -195,8 +202,8 @@ class Runtime:
         await self.heartbeats.stop()
         await self.leadership.stop()
         await self.writer.stop()
-        if self._webhook_engine is not None:
-            self._webhook_engine.dispose()
+        if self._delivery_engine is not None:
+            self._delivery_engine.dispose()
         self.engine.dispose()
         metrics.flush_tallies()  # the counts of the signals answered while stopping
         log.info("node stopped")

@@ -6,15 +6,15 @@ connection, and each datagram, to one of them. In front of the node's one writer
 listens for the workers on a Unix socket (mode 0600) and answers each frame on the channel it came
 on. That socket and the workers' metric files are in a directory of the node's own (mode 0700, under
 the system's temporary directory, removed at the stop): nodes that share a data directory never meet
-there. The parent also runs what a node has once: the schema upgrade, the webhook process, the
+there. The parent also runs what a node has once: the schema upgrade, the delivery process, the
 SQLite checkpoints.
 
 Whichever child dies is started again: a worker (after its connections are gone; what it answered is
 committed), or the writer (every worker fails its waiting requests with STORE-1 and connects to the
 new one). SIGTERM or SIGINT stops the workers first (each answers what it accepted), then the
-webhook process, then the writer (it commits what it has). The workers die with the parent, SIGKILL
-included (:mod:`alarmhub.node.lifeline`); the writer and the webhook process see their channel to it
-close.
+delivery process, then the writer (it commits what it has). The workers die with the parent,
+SIGKILL included (:mod:`alarmhub.node.lifeline`); the writer and the delivery process see their
+channel to it close.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from alarmhub import settings as settings_module
 from alarmhub.node import app
 from alarmhub.node.server import Bound
 from alarmhub.node.worker_process import READY
-from alarmhub.outbound.webhook_process import WebhookProcess
+from alarmhub.outbound.delivery_process import DeliveryProcess
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import framing
@@ -281,13 +281,13 @@ class Node:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop, sig.name)
         engine = store_engine.open_engine(self.settings.database)
-        webhooks = WebhookProcess(self.settings, engine)
+        deliveries = DeliveryProcess(self.settings, engine, self.metrics_dir)
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.to_thread(store_engine.upgrade, engine)
             self.metrics_dir.mkdir(mode=files.DIRECTORY_MODE)
             await self.writer.start()
-            await webhooks.start()
+            await deliveries.start()
             if engine.dialect.name == "sqlite":
                 checkpoints = app.checkpoints(engine, self.writer)
                 tasks.append(asyncio.create_task(checkpoints, name="checkpoint"))
@@ -302,12 +302,12 @@ class Node:
             ]
             await stopping.wait()
         finally:
-            await self._stop(tasks, webhooks)
+            await self._stop(tasks, deliveries)
             engine.dispose()
             log.info("node stopped")
 
-    async def _stop(self, tasks: list[asyncio.Task[None]], webhooks: WebhookProcess) -> None:
-        """Workers first (each answers what it accepted), then the webhook process, then the
+    async def _stop(self, tasks: list[asyncio.Task[None]], deliveries: DeliveryProcess) -> None:
+        """Workers first (each answers what it accepted), then the delivery process, then the
         writer (it commits what the workers handed it)."""
         for task in tasks:
             task.cancel()
@@ -317,7 +317,7 @@ class Node:
         for worker in self.workers:
             worker.terminate()
         await asyncio.gather(*(worker.stop() for worker in self.workers))
-        await webhooks.stop()
+        await deliveries.stop()
         await self.writer.stop()
         shutil.rmtree(self.run_dir, ignore_errors=True)
 

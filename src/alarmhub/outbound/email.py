@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import aiosmtplib
 
 from alarmhub.core import delivery
+from alarmhub.core.notifications import header_safe
 
 SCHEMES = {"smtp": 25, "smtps": 465}
 TIMEOUT_SECONDS = 10.0
@@ -91,9 +92,12 @@ class Email:
     sender_name: str = ""
 
 
-def one_line(text: str, limit: int = 900) -> str:
-    """``text`` as one header line: every run of whitespace (CR and LF too) one space."""
-    return " ".join(text.split())[:limit]
+SUBJECT_MAX = 900
+"""A subject is cut to this many characters (one header line)."""
+POLICY = SMTP.clone(max_line_length=998)
+"""The SMTP policy, its lines as long as RFC 5322 allows: a subject is not folded (folded, a
+subject with a colon in its first word was broken right after ``Subject:``, and read back with
+a leading space)."""
 
 
 def address(text: str, name: str = "") -> Address:
@@ -105,17 +109,17 @@ def address(text: str, name: str = "") -> Address:
         raise ValueError(f"not one plain email address: {text[:80]!r}") from exc
     if not parsed.username or not parsed.domain or parsed.addr_spec != text:
         raise ValueError(f"not one plain email address: {text[:80]!r}")
-    return Address(one_line(name, 200), parsed.username, parsed.domain)
+    return Address(header_safe(name)[:200], parsed.username, parsed.domain)
 
 
 def build(email: Email) -> EmailMessage:
     """The message as sent: a plain-text part and, when given, an HTML alternative; a Date and
     a Message-ID. ``ValueError`` when an address is not one plain address."""
     sender = address(email.sender, email.sender_name)
-    message = EmailMessage(policy=SMTP)
+    message = EmailMessage(policy=POLICY)
     message["From"] = sender
     message["To"] = address(email.to)
-    message["Subject"] = one_line(email.subject)
+    message["Subject"] = header_safe(email.subject)[:SUBJECT_MAX]
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=sender.domain)
     message.set_content(email.text)
@@ -159,7 +163,8 @@ class EmailSender:
         client: aiosmtplib.SMTP | None = None
         try:
             client = await self._connection()
-            await client.send_message(message, sender=email.sender, recipients=[email.to])
+            # as built (aiosmtplib's send_message would fold it again under its own policy)
+            await client.sendmail(email.sender, [email.to], message.as_bytes())
             attempt = delivery.sent(250)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             refused = exc.recipients[0]

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from alarmhub.core import delivery
+from alarmhub.core.notifications import JSON, SMS_FORMATS, TWILIO
 
-TWILIO, JSON = "twilio", "json"
-FORMATS = (TWILIO, JSON)
+__all__ = ["JSON", "TWILIO", "SmsGateway", "SmsSender"]
 TIMEOUT_SECONDS = 10.0
 ANSWER_READ_BYTES = 16 * 1024
 TEXT_MAX = 1600
@@ -32,7 +32,7 @@ TEXT_MAX = 1600
 
 @dataclass(frozen=True)
 class SmsGateway:
-    """Where text messages go: ``url``, ``format`` (:data:`FORMATS`), the ``sender`` number
+    """Where text messages go: ``url``, ``format`` (``twilio`` or ``json``), the ``sender`` number
     (``From``; "" leaves it out, for gateways that set it themselves), HTTP basic credentials
     when a user is given. What a station may set is checked when it is set
     (:mod:`alarmhub.core.notifications`); ``ValueError`` here for a URL that is not HTTP."""
@@ -47,8 +47,8 @@ class SmsGateway:
         parts = urlsplit(self.url)
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise ValueError("an SMS gateway's URL is http:// or https:// with a host")
-        if self.format not in FORMATS:
-            raise ValueError(f"the format must be one of {', '.join(FORMATS)}")
+        if self.format not in SMS_FORMATS:
+            raise ValueError(f"the format must be one of {', '.join(SMS_FORMATS)}")
 
 
 class SmsSender:

@@ -7,7 +7,7 @@ An attempt POSTs the event's body, signed (Standard Webhooks, :mod:`alarmhub.cor
 through :mod:`alarmhub.outbound.webhook_http` (HTTP/1.1 on kept-alive connections), given
 :data:`~alarmhub.core.webhooks.ATTEMPT_SECONDS` in all; any answer but a 2xx is a failure,
 retried on the shared schedule (:mod:`alarmhub.core.delivery`). The worker runs in a process of
-its own (:mod:`alarmhub.outbound.webhook_process`; the node's own loop when a node is embedded).
+its own (:mod:`alarmhub.outbound.delivery_process`; the node's own loop when a node is embedded).
 """
 
 from __future__ import annotations

@@ -39,9 +39,17 @@ def row(kind: str, account: str, data: Mapping[str, Any], at_us: int) -> tuple[A
     return (kind, account, orjson.dumps(events.envelope(kind, at_us, data)).decode(), at_us)
 
 
-def publish(conn: Connection, kind: str, account: str, data: Mapping[str, Any], at_us: int) -> None:
-    """Put one event in the outbox."""
-    publish_rows(conn, [row(kind, account, data, at_us)])
+def publish(
+    conn: Connection,
+    kind: str,
+    account: str,
+    data: Mapping[str, Any],
+    at_us: int,
+    station: tzinfo = UTC,
+) -> None:
+    """Put one event in the outbox (``station``: the time zone of its messages to an account
+    without one of its own)."""
+    publish_rows(conn, [row(kind, account, data, at_us)], station=station)
 
 
 def publish_rows(

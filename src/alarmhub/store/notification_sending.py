@@ -1,29 +1,40 @@
 """The sender's side of the notifications' queue (:mod:`alarmhub.store.notifications` writes
-it): the lanes that are due (one for each contact and channel, :mod:`alarmhub.store.lanes`;
-on a shared database claimed by one node for a while), the first queued message of each, taken
-one at a time so that a recipient's messages go out in order; each attempt recorded (sent, to
-be retried at a time the caller's retry schedule gives, or failed); the lanes settled; a failed
-or sent message queued again (a resend).
+it), for the notify channel of the one delivery worker (:mod:`alarmhub.outbound.notify`): the
+lanes that are due (one for each contact and channel, :mod:`alarmhub.store.lanes`; on a shared
+database claimed by one node for a while), the next send of each (its first queued message, or
+in a storm the digest of all those queued: :mod:`alarmhub.core.digest`), one at a time so that
+a recipient's messages go out in order; each attempt recorded (sent, to be retried at the time
+the retry schedule gives, or failed); the lanes settled (due when their first message is, and
+the window allows); a failed or sent message queued again (a resend).
 
-A lane whose first message waits for its retry waits alone: the others go on.
+A lane whose first message waits for its retry waits alone: the others go on. A message whose
+contact was removed meanwhile is still sent, to the address it was rendered with: what was
+queued while the contact was subscribed is never lost silently.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from datetime import UTC, tzinfo
+from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Connection, String, bindparam, select, update
+from sqlalchemy import BigInteger, Connection, Integer, String, bindparam, insert, select, update
 
+from alarmhub.clock import now_us as clock_us
+from alarmhub.core import digest
 from alarmhub.core import notifications as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.store import lanes, schema
+from alarmhub.store.notifications import account_names_and_zones
 
 NOTE = schema.notification.c
 LANE = lanes.LANE
 CHANNEL = rules.LANES
 ERROR_MAX = 200
+RECENT_READ = 4 * digest.RATE
+"""A lane's last sends read to apply the rate (by id, newest first: a few more than the rate,
+as a digest's id is newer than the messages queued before its send)."""
 
 
 def due_lanes(
@@ -47,101 +58,203 @@ def due_lanes(
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """A message taken by this node: what one attempt sends, and to whom."""
+    """A message taken by this node (:class:`~alarmhub.outbound.delivery.Item`): what one
+    attempt sends, and to whom. A digest (:mod:`alarmhub.core.digest`) is taken as its first
+    message's (``delivery_id``), rendered anew, carrying every message of ``collapsed``."""
 
-    notification_id: int
+    delivery_id: int  # the message's id
     lane_id: int
-    contact_id: int
+    target_id: int  # the contact
+    attempts: int
+    lease_until_us: int | None
     channel: str
+    account: str
     to: str
     subject: str
     body: str
     html: str
-    attempts: int
+    collapsed: tuple[int, ...] = ()  # a digest: the messages it carries, the first included
 
 
 class Taken(NamedTuple):
-    """What :func:`take` hands out: the first message of each lane that may go now, and the
-    lanes that hand out nothing now (to :func:`settle`)."""
+    """What :func:`take` hands out: each lane's next send (a chain of one), and the lanes that
+    hand out nothing now (to :func:`settle`)."""
 
-    messages: list[Claimed]
+    chains: list[list[Claimed]]
     idle: list[int]
 
 
-_FIRST = (
-    select(
-        NOTE.notification_id, NOTE.contact_id, NOTE.channel, NOTE.recipient, NOTE.subject,
-        NOTE.body, NOTE.html, NOTE.attempts, NOTE.due_us,
-    )
+_LANE_QUEUED = (
+    select(NOTE.notification_id, NOTE.contact_id, NOTE.channel, NOTE.account_number,
+           NOTE.recipient, NOTE.subject, NOTE.body, NOTE.html, NOTE.attempts, NOTE.due_us,
+           NOTE.queued_us)
     .where(
         NOTE.contact_id == bindparam("contact"),
         NOTE.channel == bindparam("channel"),
         NOTE.state == rules.QUEUED,
     )
     .order_by(NOTE.notification_id)
-    .limit(1)
+    .limit(bindparam("read"))
 )  # fmt: skip
+_LANE_SENT = (
+    select(NOTE.sent_us)
+    .where(
+        NOTE.contact_id == bindparam("contact"),
+        NOTE.channel == bindparam("channel"),
+        NOTE.state == rules.SENT,
+        NOTE.digest_id.is_(None),
+    )
+    .order_by(NOTE.notification_id.desc())
+    .limit(RECENT_READ)
+)
+"""A lane's last sends (a message, or a digest; not the messages a digest carried)."""
 
 
-def take(conn: Connection, now_us: int, chosen: Sequence[lanes.Lane]) -> Taken:
-    """The first queued message of each of the ``chosen`` lanes (from :func:`due_lanes`) that
-    is due by ``now_us``."""
-    messages: list[Claimed] = []
+def _sends(conn: Connection, lane: lanes.Lane) -> list[int]:
+    rows = conn.execute(_LANE_SENT, {"contact": lane.target_id, "channel": lane.key})
+    return [t for t in rows.scalars() if t is not None]
+
+
+def take(
+    conn: Connection,
+    now_us: int,
+    chosen: Sequence[lanes.Lane],
+    limit: int,
+    lease_until_us: int | None = None,
+    station: tzinfo = UTC,
+) -> Taken:
+    """The next send of each of the ``chosen`` lanes (from :func:`due_lanes`) whose first
+    queued message is due by ``now_us`` and whose window allows one (:mod:`alarmhub.core.
+    digest`): that message, or the digest of all those queued (its times in the account's time
+    zone, else ``station``'s); ``limit`` lanes at most."""
+    chains: list[list[Claimed]] = []
     idle: list[int] = []
     for lane in chosen:
-        row = conn.execute(_FIRST, {"contact": lane.target_id, "channel": lane.key}).first()
-        if row is None or row.due_us > now_us:
+        if len(chains) >= limit:
             idle.append(lane.lane_id)
             continue
-        messages.append(
-            Claimed(row.notification_id, lane.lane_id, row.contact_id, row.channel,
-                    row.recipient, row.subject, row.body, row.html, row.attempts)
-        )  # fmt: skip
-    return Taken(messages, idle)
+        read = {"contact": lane.target_id, "channel": lane.key}
+        first = conn.execute(_LANE_QUEUED, read | {"read": 1}).first()
+        if first is None or first.due_us > now_us:
+            idle.append(lane.lane_id)
+            continue
+        sends = _sends(conn, lane)
+        queued = digest.plan(sends, 2, now_us)
+        if queued == digest.DIGEST:  # more than one may be queued: count them
+            rows = conn.execute(_LANE_QUEUED, read | {"read": digest.DIGEST_MAX}).all()
+            queued = digest.plan(sends, len(rows), now_us)
+        if queued == digest.WAIT:
+            idle.append(lane.lane_id)
+        elif queued == digest.ONE:
+            chains.append([Claimed(first.notification_id, lane.lane_id, first.contact_id,
+                                   first.attempts, lease_until_us, first.channel,
+                                   first.account_number, first.recipient, first.subject,
+                                   first.body, first.html)])  # fmt: skip
+        else:
+            chains.append([_digest(conn, lane, rows, lease_until_us, station)])
+    return Taken(chains, idle)
+
+
+def _digest(
+    conn: Connection,
+    lane: lanes.Lane,
+    rows: Sequence[Any],
+    lease_until_us: int | None,
+    station: tzinfo,
+) -> Claimed:
+    first = rows[0]
+    account = first.account_number
+    names, zones = account_names_and_zones(conn, [account])
+    zone = zones.get(account, station)
+    lines = [
+        digest.Collapsed(r.queued_us, r.subject if r.channel == rules.EMAIL else r.body)
+        for r in rows
+    ]
+    message = digest.render(account, names.get(account, ""), lane.key, lines, zone)
+    return Claimed(first.notification_id, lane.lane_id, first.contact_id, first.attempts,
+                   lease_until_us, first.channel, account, first.recipient, message.subject,
+                   message.body, message.html,
+                   tuple(r.notification_id for r in rows))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one attempt ended: sent, or why not (short, no secret) and when to try again (None:
-    the message has failed for good)."""
+    """How one attempt ended: the message's ``state`` after it (queued again, sent, failed),
+    the ``attempts`` it has had, why it did not go (short, no secret) and when it is due again
+    (queued). A digest's outcome carries it (``sent``: its message) and every message in it."""
 
     notification_id: int
-    sent: bool
+    state: str
+    attempts: int
     error: str | None = None
-    next_attempt_us: int | None = None
+    due_us: int | None = None
+    sent: Claimed | None = None  # a digest that ended (sent, or failed for good)
+    ended_us: int | None = None  # when the attempt ended (a send's time; else when recorded)
+
+
+_RECORD = (
+    update(schema.notification)
+    .where(NOTE.notification_id == bindparam("b_id"))
+    .values(
+        state=bindparam("b_state", type_=String),
+        attempts=bindparam("b_attempts", type_=Integer),
+        last_error=bindparam("b_error", type_=String),
+        due_us=bindparam("b_due", type_=BigInteger),
+        sent_us=bindparam("b_sent", type_=BigInteger),
+    )
+)
 
 
 def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
-    """Record attempts (their lanes are settled after: :func:`settle`)."""
-    if not outcomes:
+    """Record attempts (their lanes are settled after: :func:`settle`). A digest that ended is
+    a message of its own in the log (kind ``digest``), and each message it carried takes its
+    state, naming it (``digest_id``)."""
+    singles = [o for o in outcomes if o.sent is None]
+    if singles:
+        conn.execute(_RECORD, [
+            {"b_id": o.notification_id, "b_state": o.state, "b_attempts": o.attempts,
+             "b_error": _error(o.error), "b_due": o.due_us if o.due_us is not None else now_us,
+             "b_sent": _sent_us(o, now_us)}
+            for o in singles
+        ])  # fmt: skip
+    for o in outcomes:
+        if o.sent is not None:
+            _record_digest(conn, o, o.sent, now_us)
+
+
+def _record_digest(conn: Connection, o: Outcome, d: Claimed, now_us: int) -> None:
+    """A digest that ended: its message in the log, and the state of those it carried (a
+    digest that is to be retried is its first message's retry: it is made anew then)."""
+    if o.state == rules.QUEUED:
+        conn.execute(_RECORD, [{"b_id": o.notification_id, "b_state": o.state,
+                                "b_attempts": o.attempts, "b_error": _error(o.error),
+                                "b_due": o.due_us, "b_sent": None}])  # fmt: skip
         return
+    sent_us = _sent_us(o, now_us)
+    made = conn.execute(
+        insert(schema.notification).values(
+            contact_id=d.target_id, account_number=d.account, kind=digest.KIND,
+            channel=d.channel, recipient=d.to, subject=d.subject, body=d.body, html=d.html,
+            state=o.state, attempts=o.attempts, due_us=now_us, last_error=_error(o.error),
+            queued_us=now_us, sent_us=sent_us,
+        )
+    )  # fmt: skip
+    assert made.inserted_primary_key is not None
+    digest_id = made.inserted_primary_key[0]
     conn.execute(
         update(schema.notification)
-        .where(NOTE.notification_id == bindparam("b_id"))
-        .values(
-            state=bindparam("b_state", type_=String),
-            attempts=NOTE.attempts + 1,
-            last_error=bindparam("b_error", type_=String),
-            due_us=bindparam("b_due", type_=BigInteger),
-            sent_us=bindparam("b_sent", type_=BigInteger),
-        ),
-        [
-            {
-                "b_id": o.notification_id,
-                "b_state": _state(o),
-                "b_error": _error(o.error),
-                "b_due": o.next_attempt_us if o.next_attempt_us is not None else now_us,
-                "b_sent": now_us if o.sent else None,
-            }
-            for o in outcomes
-        ],
-    )
+        .where(NOTE.notification_id.in_(list(d.collapsed)), NOTE.state == rules.QUEUED)
+        .values(state=o.state, sent_us=sent_us, digest_id=digest_id, due_us=now_us,
+                last_error=_error(o.error))
+    )  # fmt: skip
 
 
-def _state(outcome: Outcome) -> str:
-    if outcome.sent:
-        return rules.SENT
-    return rules.QUEUED if outcome.next_attempt_us is not None else rules.FAILED
+def _sent_us(outcome: Outcome, now_us: int) -> int | None:
+    """When a message was sent: its attempt's end (the rate of :mod:`alarmhub.core.digest` is
+    kept on these times), None when it was not."""
+    if outcome.state != rules.SENT:
+        return None
+    return outcome.ended_us if outcome.ended_us is not None else now_us
 
 
 def _error(error: str | None) -> str | None:
@@ -162,15 +275,27 @@ _FIRST_DUE = select(
 ).where(LANE.lane_id.in_(bindparam("lanes", expanding=True)))
 
 
-def _first_due(conn: Connection, chosen: Sequence[lanes.Lane]) -> dict[int, int]:
+def _first_due(conn: Connection, chosen: Sequence[lanes.Lane], now: int) -> dict[int, int]:
+    """When each lane may send next: its first queued message's due time, or later when its
+    window is full at ``now`` (:func:`alarmhub.core.digest.reopens_us`)."""
     rows = conn.execute(_FIRST_DUE, {"lanes": [n.lane_id for n in chosen]})
-    return {lane_id: due for lane_id, due in rows if due is not None}
+    dues = {lane_id: due for lane_id, due in rows if due is not None}
+    for lane in chosen:
+        if lane.lane_id in dues:
+            reopens = digest.reopens_us(_sends(conn, lane), now)
+            if reopens is not None:
+                dues[lane.lane_id] = max(dues[lane.lane_id], reopens)
+    return dues
 
 
-def settle(conn: Connection, lane_ids: Collection[int], *, free: bool = True) -> set[int]:
-    """Make lanes due when their first queued message is, after the outcomes are recorded,
-    and (``free``) free their claims; the lanes settled."""
-    return lanes.settle(conn, lane_ids, _first_due, free=free)
+def settle(
+    conn: Connection, lane_ids: Collection[int], *, free: bool = True, now_us: int | None = None
+) -> set[int]:
+    """Make lanes due when their next send may go (:func:`_first_due`, as of ``now_us``, else
+    the clock's), after the outcomes are recorded, and (``free``) free their claims; the lanes
+    settled."""
+    now = clock_us() if now_us is None else now_us
+    return lanes.settle(conn, lane_ids, lambda c, chosen: _first_due(c, chosen, now), free=free)
 
 
 def release(conn: Connection, node: str) -> None:
@@ -179,7 +304,8 @@ def release(conn: Connection, node: str) -> None:
 
 
 def resend(conn: Connection, notification_id: int, now_us: int) -> None:
-    """Queue a failed (or sent) message again, from its first attempt, due now."""
+    """Queue a failed (or sent) message again, from its first attempt, due now (one a digest
+    carried goes on its own: it names no digest any more)."""
     row = conn.execute(
         select(NOTE.state, NOTE.contact_id, NOTE.channel).where(
             NOTE.notification_id == notification_id
@@ -192,7 +318,15 @@ def resend(conn: Connection, notification_id: int, now_us: int) -> None:
     conn.execute(
         update(schema.notification)
         .where(NOTE.notification_id == notification_id)
-        .values(state=rules.QUEUED, attempts=0, due_us=now_us, sent_us=None, last_error=None)
+        .values(
+            state=rules.QUEUED,
+            attempts=0,
+            due_us=now_us,
+            sent_us=None,
+            last_error=None,
+            digest_id=None,
+        )
     )
     lanes.feed(conn, CHANNEL, [(row.contact_id, row.channel, now_us)])
-    settle(conn, lanes.ids(conn, CHANNEL, [(row.contact_id, row.channel)]), free=False)
+    settle(conn, lanes.ids(conn, CHANNEL, [(row.contact_id, row.channel)]), free=False,
+           now_us=now_us)  # fmt: skip

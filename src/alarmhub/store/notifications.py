@@ -145,7 +145,7 @@ def send(
     ``now_us`` when given (an operator's message about an older alarm), else when told of. How
     many were queued."""
     accounts = sorted({t.account for t in told})
-    names, zones = _accounts(conn, accounts)
+    names, zones = account_names_and_zones(conn, accounts)
     descriptions = _descriptions(conn, [(t.account, t.zone) for t in told if t.zone])
     templates = templates_all(conn)
     rows: list[dict[str, Any]] = []
@@ -213,7 +213,7 @@ def mobile(row: Any) -> str:
     return ""
 
 
-def _accounts(
+def account_names_and_zones(
     conn: Connection, accounts: Sequence[str]
 ) -> tuple[dict[str, str], dict[str, tzinfo]]:
     """The accounts' names, and the time zones of those whose schedule (the whole account's)
@@ -264,7 +264,7 @@ def log(
         select(NOTE.notification_id, NOTE.account_number, NOTE.contact_id, NOTE.kind,
                NOTE.channel, NOTE.recipient, NOTE.subject, NOTE.state, NOTE.attempts,
                NOTE.due_us, NOTE.last_error, NOTE.queued_us, NOTE.sent_us, NOTE.event_id,
-               NOTE.incident_number)
+               NOTE.incident_number, NOTE.digest_id)
         .order_by(NOTE.notification_id.desc())
         .limit(limit)
     )  # fmt: skip

@@ -57,12 +57,15 @@ notification = Table(
     Column("last_error", String(200), nullable=True),
     Column("queued_us", BigInteger, nullable=False),
     Column("sent_us", BigInteger, nullable=True),
+    Column("digest_id", BigInteger, nullable=True),
     sqlite_autoincrement=True,
 )
 """One message to one contact by one channel, rendered and written in the transaction that
 published what it tells of (the event, or the routed signal: ``incident_number``): ``queued``
 (its next attempt due at ``due_us``, in its lane: the contact's and the channel's), ``sent``
-or ``failed``, with the attempts made and why the last one failed (short, never a secret)."""
+or ``failed``, with the attempts made and why the last one failed (short, never a secret). A
+message sent (or failed) within a storm's digest names it (``digest_id``: the digest's own
+message, of kind ``digest``)."""
 Index("ix_notification_account", notification.c.account_number, notification.c.notification_id)
 """The log of an account's messages, newest first (the whole log: the primary key)."""
 Index(

@@ -1,12 +1,16 @@
-"""The webhook worker in a process of its own (``python -m alarmhub.outbound.webhook_process``):
-sending webhooks is Python work in an event loop (HTTP, signatures, reading what may go), and in a
-process apart it never holds the node's interpreter lock while the node answers signals.
+"""The delivery workers in a process of their own (``python -m
+alarmhub.outbound.delivery_process``): every channel's worker (:mod:`alarmhub.outbound.
+delivery`), webhooks (:mod:`alarmhub.outbound.webhooks`) and the messages to subscribers,
+e-mail and SMS (:mod:`alarmhub.outbound.notify`). Sending is Python work in an event loop
+(HTTP, SMTP, signatures, reading what may go), and in a process apart it never holds the node's
+interpreter lock while the node answers signals.
 
-The node starts it with :class:`WebhookProcess` once the station has a webhook (a node without
-one runs no such process), hands it its settings over a socket pair (never on the command line,
-where other users of the machine could read them), starts it again if it dies, and stops it by
-closing its end: the process then records what ended and exits. A node killed outright closes
-that end too. SIGINT and SIGTERM are left to the node.
+The node starts it with :class:`DeliveryProcess` once the station has something to deliver (a
+webhook, a notification gateway or a message queued; a node without any runs no such process),
+hands it its settings over a socket pair (never on the command line, where other users of the
+machine could read them), starts it again if it dies, and stops it by closing its end: the
+process then records what ended and exits. A node killed outright closes that end too. SIGINT
+and SIGTERM are left to the node.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -21,36 +26,65 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.engine import Engine
 
-from alarmhub import files, logs, secret_key
+from alarmhub import files, logs, metrics, secret_key
+from alarmhub.core import notifications
+from alarmhub.outbound.delivery import DeliveryWorker
+from alarmhub.outbound.notify import NotifyWorker
 from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
-from alarmhub.settings import Settings
+from alarmhub.settings import Settings, station_zone
 from alarmhub.store import framing, schema
 from alarmhub.store.engine import open_engine, read_in_thread
 
-log = logging.getLogger("alarmhub.webhooks")
+log = logging.getLogger("alarmhub.delivery")
 START_SECONDS = 30.0
 RESTART_SECONDS = 1.0
 WATCH_SECONDS = 1.0
 _ANY_WEBHOOK = (
     select(schema.webhook.c.webhook_id).where(schema.webhook.c.removed_us.is_(None)).limit(1)
 )
+_ANY_GATEWAY = select(schema.notify_gateway.c.channel).limit(1)
+_ANY_QUEUED = (
+    select(schema.notification.c.notification_id)
+    .where(schema.notification.c.state == notifications.QUEUED)
+    .limit(1)
+)
 
 
-class WebhookProcess:
-    """The worker's process, seen from the node: :meth:`start` and :meth:`stop` as
-    :class:`~alarmhub.outbound.webhooks.WebhookWorker`'s."""
+def anything_to_deliver(conn: Connection) -> bool:
+    """Whether the station has a webhook (not removed), a notification gateway or a message
+    queued (it waits for a gateway: its error is recorded)."""
+    return any(conn.execute(q).first() is not None
+               for q in (_ANY_WEBHOOK, _ANY_GATEWAY, _ANY_QUEUED))  # fmt: skip
 
-    def __init__(self, settings: Settings, engine: Engine) -> None:
+
+def workers(engine: Engine, data_dir: Path, timezone: str) -> list[DeliveryWorker[Any, Any]]:
+    """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
+    station's ``timezone`` setting for the times of a digest)."""
+    key = secret_key.load(data_dir)
+    return [WebhookWorker(engine, key), NotifyWorker(engine, key, station_zone(timezone))]
+
+
+class DeliveryProcess:
+    """The workers' process, seen from the node: :meth:`start` and :meth:`stop` as a
+    :class:`~alarmhub.outbound.delivery.DeliveryWorker`'s."""
+
+    def __init__(self, settings: Settings, engine: Engine, metrics_dir: Path | None = None) -> None:
+        """``metrics_dir``: where the node's processes keep their metrics (several workers):
+        the process's counters join them."""
         self._engine = engine
         self._config = {
             "url": settings.database,
             "data_dir": str(settings.data_dir),
             "log_level": settings.log_level,
             "log_format": settings.log_format,
+            "timezone": settings.timezone,
         }
+        self._env = None
+        if metrics_dir is not None:
+            self._env = {**os.environ, metrics.MULTIPROCESS_DIR: str(metrics_dir)}
         self._process: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._watch: asyncio.Task[None] | None = None
@@ -58,12 +92,11 @@ class WebhookProcess:
     async def start(self) -> None:
         if await self._wanted():
             await self._spawn()
-        self._watch = asyncio.create_task(self._watching(), name="webhook process")
+        self._watch = asyncio.create_task(self._watching(), name="delivery process")
 
     async def _wanted(self) -> bool:
-        """Whether the station has a webhook (not removed)."""
-        found = await read_in_thread(self._engine, lambda c: c.execute(_ANY_WEBHOOK).first())
-        return found is not None
+        """Whether the station has anything to deliver (:func:`anything_to_deliver`)."""
+        return await read_in_thread(self._engine, anything_to_deliver)
 
     async def stop(self) -> None:
         if self._watch is not None:
@@ -76,9 +109,10 @@ class WebhookProcess:
         ours, theirs = socket.socketpair()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "alarmhub.outbound.webhook_process", str(theirs.fileno())],
+                [sys.executable, "-m", "alarmhub.outbound.delivery_process", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
+                env=self._env,
             )
         finally:
             theirs.close()
@@ -92,9 +126,9 @@ class WebhookProcess:
         except TimeoutError:
             ready = b""
         if not ready:
-            log.error("the webhook process did not start", extra={"pid": process.pid})
+            log.error("the delivery process did not start", extra={"pid": process.pid})
             return
-        log.info("webhook process started", extra={"pid": process.pid})
+        log.info("delivery process started", extra={"pid": process.pid})
 
     async def _end(self) -> None:
         """Close the process's end: it records what ended and exits (killed if it lingers)."""
@@ -111,7 +145,8 @@ class WebhookProcess:
             await asyncio.to_thread(process.wait)
 
     async def _watching(self) -> None:
-        """Start the process once there is a webhook, and again when it ended on its own."""
+        """Start the process once there is something to deliver, and again when it ended on its
+        own."""
         while True:
             await asyncio.sleep(WATCH_SECONDS)
             if self._process is None:
@@ -119,24 +154,25 @@ class WebhookProcess:
                     if await self._wanted():
                         await self._spawn()
                 except Exception as exc:
-                    log.warning("webhook process not started", extra={"error": repr(exc)})
+                    log.warning("delivery process not started", extra={"error": repr(exc)})
                 continue
             if self._process.poll() is None:
                 continue
-            log.warning("webhook process exited; starting it again",
+            log.warning("delivery process exited; starting it again",
                         extra={"code": self._process.returncode})  # fmt: skip
             await self._end()
             await asyncio.sleep(RESTART_SECONDS)
             try:
                 await self._spawn()
             except OSError as exc:
-                log.error("webhook process not started", extra={"error": repr(exc)})
+                log.error("delivery process not started", extra={"error": repr(exc)})
 
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     engine = open_engine(config["url"], synchronous=False)  # deliveries can be derived again
-    worker = WebhookWorker(engine, secret_key.load(Path(config["data_dir"])))
-    await worker.start()
+    running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""))
+    for worker in running:
+        await worker.start()
     loop = asyncio.get_running_loop()
     sock.setblocking(False)
     try:
@@ -146,7 +182,7 @@ async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     except OSError:
         pass
     finally:
-        await worker.stop()
+        await asyncio.gather(*(worker.stop() for worker in running))
         engine.dispose()
 
 
@@ -173,7 +209,7 @@ def main() -> None:
     try:
         asyncio.run(_serve(sock, config))
     except Exception:
-        log.exception("webhook process failed")
+        log.exception("delivery process failed")
         raise SystemExit(1) from None
 
 
