@@ -78,8 +78,9 @@ def notify_smtp(
     if password and not user:
         raise CommandError(f"{SMTP_PASSWORD} is set: give the user (--user or {SMTP_USER})")
     sender = sender or default_sender(socket.getfqdn())
+    engine = open_store(data_dir)  # refuses a missing station before its key is made
     key = station_key(data_dir)
-    operations.run(open_store(data_dir), lambda c: store.set_smtp(
+    operations.run(engine, lambda c: store.set_smtp(
         c, key, url, sender, starttls, user, password or None, now_us()))  # fmt: skip
     emit(as_json, {"channel": "email", "url": url, "set": True},
          lambda: click.echo(f"e-mail goes through {url}"))  # fmt: skip
@@ -106,8 +107,9 @@ def notify_sms(url: str, fmt: str, sender: str, data_dir: Path | None, as_json: 
     user, password = _env(SMS_USER), _env(SMS_PASSWORD)
     if bool(user) != bool(password):
         raise CommandError(f"give both {SMS_USER} and {SMS_PASSWORD}, or neither")
+    engine = open_store(data_dir)  # refuses a missing station before its key is made
     key = station_key(data_dir)
-    operations.run(open_store(data_dir), lambda c: store.set_sms(
+    operations.run(engine, lambda c: store.set_sms(
         c, key, url, fmt, sender, user, password or None, now_us()))  # fmt: skip
     emit(as_json, {"channel": "sms", "url": url, "set": True},
          lambda: click.echo(f"SMS go through {url} ({fmt})"))  # fmt: skip
