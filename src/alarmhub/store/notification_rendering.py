@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from datetime import UTC, tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Connection, select, tuple_
@@ -32,29 +32,49 @@ def unrendered(row: Any) -> bool:
     return row.at_us is not None and not row.body
 
 
-def render_rows(conn: Connection, rows: Iterable[Any], station: tzinfo = UTC) -> dict[int, Message]:
+class Reference(NamedTuple):
+    """What messages are rendered with, read once for those rendered together: the accounts'
+    names and time zones, the zones' descriptions, the station's templates."""
+
+    names: dict[str, str]
+    zones: dict[str, tzinfo]
+    descriptions: dict[tuple[str, str], dict[tuple[str, str], str]]
+    templates: dict[tuple[str, str], Templates]
+
+
+def reference(conn: Connection, rows: Sequence[Any], accounts: Iterable[str] = ()) -> Reference:
+    """What the ``rows`` that wait to be rendered need, and the names and zones of
+    ``accounts`` too (a digest's)."""
+    waiting = [r for r in rows if unrendered(r)]
+    wanted = sorted({r.account_number for r in waiting} | set(accounts))
+    names, zones = account_names_and_zones(conn, wanted)
+    described = _descriptions(conn, [(r.account_number, r.zone) for r in waiting if r.zone])
+    return Reference(names, zones, described, templates_all(conn) if waiting else {})
+
+
+def render_rows(
+    conn: Connection, rows: Iterable[Any], station: tzinfo = UTC, read: Reference | None = None
+) -> dict[int, Message]:
     """The messages of the ``rows`` that wait to be rendered (each with ``notification_id``,
     ``kind``, ``channel``, ``account_number``, ``hist_text``, ``zone``, ``area``, ``at_us``,
     ``body``), by id; the time in the account's zone, else in ``station``'s. Reads what they
-    need once (nothing when none waits)."""
+    need once (``read`` when given; nothing when none waits)."""
     waiting = [r for r in rows if unrendered(r)]
     if not waiting:
         return {}
-    names, zones = account_names_and_zones(conn, sorted({r.account_number for r in waiting}))
-    descriptions = _descriptions(conn, [(r.account_number, r.zone) for r in waiting if r.zone])
-    templates = templates_all(conn)
+    ref = read if read is not None else reference(conn, waiting)
     found: dict[int, Message] = {}
     for r in waiting:
         account = r.account_number
-        described = zone_description(descriptions.get((account, r.zone), {}), r.zone, r.area)
-        occurrence = Occurrence(account, r.hist_text, int(r.at_us), names.get(account, ""),
+        described = zone_description(ref.descriptions.get((account, r.zone), {}), r.zone, r.area)
+        occurrence = Occurrence(account, r.hist_text, int(r.at_us), ref.names.get(account, ""),
                                 rules.zone_text(r.zone, described))  # fmt: skip
-        template = templates.get((r.kind, r.channel))
+        template = ref.templates.get((r.kind, r.channel))
         if template is None:  # a kind or channel no longer known: its bare text
             found[r.notification_id] = Message(rules.header_safe(r.hist_text)[: rules.SUBJECT_MAX],
                                                r.hist_text, "")  # fmt: skip
             continue
-        message = rules.render(template, occurrence, zones.get(account, station))
+        message = rules.render(template, occurrence, ref.zones.get(account, station))
         html = message.html if r.channel == rules.EMAIL else ""
         found[r.notification_id] = Message(message.subject, message.body, html)
     return found

@@ -28,7 +28,7 @@ from alarmhub.core import digest
 from alarmhub.core import notifications as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.store import lanes, schema
-from alarmhub.store.notification_rendering import account_names_and_zones, render_rows
+from alarmhub.store.notification_rendering import Reference, reference, render_rows
 
 NOTE = schema.notification.c
 LANE = lanes.LANE
@@ -158,14 +158,18 @@ def take(
         else:
             sends.append((lane, list(lane_rows), True))
     # rendered now, all at once (names, zones, descriptions, templates read once)
-    rendered = render_rows(conn, [r for _, rows, _ in sends for r in rows], station)
+    taken = [r for _, rows, _ in sends for r in rows]
+    digests = [rows[0].account_number for _, rows, collapsed in sends if collapsed]
+    ref = reference(conn, taken, digests) if taken else None
+    rendered = render_rows(conn, taken, station, ref)
     chains: list[list[Claimed]] = []
     for lane, rows, collapsed in sends:
         made = tuple(_rendered(r.notification_id, rendered[r.notification_id]) for r in rows
                      if r.notification_id in rendered)  # fmt: skip
         texts = {i: (subject, body, html) for i, subject, body, html in made}
         if collapsed:
-            chains.append([_digest(conn, lane, rows, texts, lease_until_us, station, made)])
+            assert ref is not None
+            chains.append([_digest(ref, lane, rows, texts, lease_until_us, station, made)])
             continue
         first = rows[0]
         subject, body, html = texts.get(first.notification_id,
@@ -182,7 +186,7 @@ def _rendered(notification_id: int, message: rules.Message) -> Rendered:
 
 
 def _digest(
-    conn: Connection,
+    read: Reference,
     lane: lanes.Lane,
     rows: Sequence[Any],
     texts: dict[int, tuple[str, str, str]],
@@ -192,13 +196,12 @@ def _digest(
 ) -> Claimed:
     first = rows[0]
     account = first.account_number
-    names, zones = account_names_and_zones(conn, [account])
-    zone = zones.get(account, station)
+    zone = read.zones.get(account, station)
     lines = []
     for r in rows:
         subject, body, _ = texts.get(r.notification_id, (r.subject, r.body, r.html))
         lines.append(digest.Collapsed(r.queued_us, subject if r.channel == rules.EMAIL else body))
-    message = digest.render(account, names.get(account, ""), lane.key, lines, zone)
+    message = digest.render(account, read.names.get(account, ""), lane.key, lines, zone)
     return Claimed(first.notification_id, lane.lane_id, first.contact_id, first.attempts,
                    lease_until_us, first.channel, account, first.recipient, message.subject,
                    message.body, message.html,
