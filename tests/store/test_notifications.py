@@ -1,15 +1,17 @@
 """Notifications in the store, on SQLite and PostgreSQL: routing, supervision and a test's start
 and end queue a message to exactly the contacts subscribed to its kind, by each channel they
-chose, rendered there (the account's name and time zone, the zone's description), each in its
-lane; signals on test notify nobody; nothing is read or written when nobody subscribes; the log
-lists the messages newest first; a gateway's secret is encrypted and never shown; a station's
-templates are checked, used and reset.
+chose, each in its lane, unrendered there (no name, description nor template is read on the
+signal path) and rendered as the sender takes it (the account's name and time zone, else the
+station's, the zone's description, the station's templates); signals on test notify nobody;
+nothing is read or written when nobody subscribes; the log lists the messages newest first; a
+gateway's secret is encrypted and never shown; a station's templates are checked, used and
+reset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,6 +28,7 @@ from alarmhub.core import schedules as schedule_rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.core.response import Contact, Phone, PhoneKind, Zone
 from alarmhub.store import contacts, events, on_test, operations, response, schedule_data
+from alarmhub.store import notification_rendering as rendering
 from alarmhub.store import notifications as store
 from alarmhub.store import schema as s
 from alarmhub.store.engine import write_transaction
@@ -59,10 +62,23 @@ def subscribe(
     return contacts.add_contact(engine, contact)
 
 
-def messages(engine: Engine) -> list[dict[str, Any]]:
+def stored(engine: Engine) -> list[dict[str, Any]]:
+    """Every message as it is stored."""
     with engine.connect() as conn:
         rows = conn.execute(select(s.notification).order_by(N.notification_id)).mappings()
         return [dict(r) for r in rows]
+
+
+def messages(engine: Engine, station: tzinfo = UTC) -> list[dict[str, Any]]:
+    """Every message as the sender renders it when it takes it (the station's zone given)."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(s.notification).order_by(N.notification_id)).all()
+        made = rendering.render_rows(conn, rows, station)
+    return [
+        dict(r._mapping) | {"subject": m.subject, "body": m.body, "html": m.html}
+        for r in rows
+        for m in [made[r.notification_id]]
+    ]
 
 
 def who(engine: Engine) -> set[tuple[int, str, str]]:
@@ -111,6 +127,22 @@ def test_the_message_is_rendered_with_the_accounts_data(engine: Engine) -> None:
     assert sms["body"].startswith(f"{ACCOUNT} BURGLARY") and sms["html"] == ""
     assert email["incident_number"] == incident and email["event_id"] is not None
     assert (email["contact_id"], email["due_us"], email["attempts"]) == (alarm, T0, 0)
+    queued = stored(engine)  # unrendered: what it is rendered from
+    assert [(m["subject"], m["body"], m["html"]) for m in queued] == [("", "", "")] * 2
+    assert {(m["hist_text"][:8], m["zone"], m["at_us"]) for m in queued} == {
+        ("BURGLARY", "004", T0)
+    }
+
+
+def test_queueing_reads_no_name_description_nor_template(engine: Engine) -> None:
+    subscribe(engine, "Alice", ("alarm", "openclose"), ("email", "sms"))
+    routing = SignalRouting(engine, 1000, 2)
+    route(engine, [(ACCOUNT, "E130", "004")], T0, routing)  # the cache is loaded
+    read = ("notify_template", "account_zone", "company_name", "FROM schedule")
+    with statements_run(engine, lambda sql: any(t in sql for t in read)) as statements:
+        route(engine, [(ACCOUNT, "E130", "005"), (ACCOUNT, "E401", "003")], T0 + SECOND, routing)
+    assert statements == []
+    assert len(stored(engine)) == 6
 
 
 def test_each_message_feeds_its_recipients_lane(engine: Engine) -> None:
@@ -233,15 +265,17 @@ def test_a_stations_template_is_checked_used_and_reset(engine: Engine) -> None:
             store.set_template(conn, "alarm", "sms", None, "$account $password", T0)
         store.set_template(conn, "alarm", "sms", None, "ALARM $account: $text ($name)", T0)
     route(engine, [(ACCOUNT, "E130", "004")], T0)
-    with write_transaction(engine) as conn:
-        assert store.template(conn, "alarm", "sms")[1] is True
-        assert store.reset_template(conn, "alarm", "sms") == rules.DEFAULTS["alarm", "sms"]
-        assert store.template(conn, "alarm", "sms") == (rules.DEFAULTS["alarm", "sms"], False)
     [message] = messages(engine)
     assert (
         message["body"].startswith(f"ALARM {ACCOUNT}: BURGLARY")
         and "(Acme Widgets)" in message["body"]
     )
+    with write_transaction(engine) as conn:
+        assert store.template(conn, "alarm", "sms")[1] is True
+        assert store.reset_template(conn, "alarm", "sms") == rules.DEFAULTS["alarm", "sms"]
+        assert store.template(conn, "alarm", "sms") == (rules.DEFAULTS["alarm", "sms"], False)
+    [message] = messages(engine)  # rendered as it is sent: with the templates then
+    assert not message["body"].startswith("ALARM")
 
 
 def test_a_test_start_is_told_in_the_stations_time_zone_where_the_account_has_none(
@@ -251,5 +285,5 @@ def test_a_test_start_is_told_in_the_stations_time_zone_where_the_account_has_no
     berlin = ZoneInfo("Europe/Berlin")
     act(engine, lambda c: on_test.start(c, ACCOUNT, 60, "J Smith", T0, station=berlin),
         queues=True)  # fmt: skip
-    (message,) = messages(engine)
+    (message,) = messages(engine, berlin)
     assert message["body"].endswith("Time: 2027-01-15 09:00:00 CET")

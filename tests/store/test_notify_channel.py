@@ -1,7 +1,8 @@
 """The notify channel over the store, on SQLite and PostgreSQL: with no gateway set a message
 waits (queued, its error saying so, no attempt counted), never dropped; a gateway set meanwhile
 is read at the next take and used (here one that is down: the attempt is counted and retried on
-the shared schedule); a real SMTP server then takes the message."""
+the shared schedule); a real SMTP server then takes the message, rendered as it was taken and
+kept with its outcome."""
 
 from __future__ import annotations
 
@@ -97,3 +98,9 @@ async def waits_then_goes(engine: Engine, tmp_path: Path) -> None:
         smtp.stop()
     assert arrived.rcpt_tos == ["alice@example.com"]
     assert row(engine) == (rules.SENT, 2, None)
+    with engine.connect() as conn:  # rendered as it was taken, and kept: the log shows it
+        (logged,) = notifications.log(conn)
+        kept = conn.execute(select(s.notification.c.body, s.notification.c.html)).one()
+    assert logged["subject"].startswith(f"{ACCOUNT} BURGLARY")
+    assert arrived.message["Subject"] == logged["subject"]
+    assert "Acme Widgets" in kept.body and kept.html.startswith("<html>")

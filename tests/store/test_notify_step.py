@@ -32,6 +32,7 @@ from alarmhub.store import (
     provisioning,
     queries,
 )
+from alarmhub.store import notification_rendering as rendering
 from alarmhub.store import schema as s
 from alarmhub.store.commit import SignalInsert, commit_signals
 from alarmhub.store.engine import open_engine, write_transaction
@@ -138,7 +139,11 @@ def test_the_step_messages_whom_the_operator_picks_and_is_recorded_done(engine: 
     ann = ("Ann Able", "email", "ann@example.com", "queued")
     assert shown(engine, alarm_id) == [bob, ann, bob]  # newest first
     with engine.connect() as conn:
-        email = conn.execute(select(s.notification).where(N.channel == "email")).mappings().one()
+        queued = conn.execute(select(s.notification).where(N.channel == "email")).one()
+        email = dict(queued._mapping)  # unrendered: rendered as the sender takes it
+        sent = rendering.render_rows(conn, [queued])[queued.notification_id]
+        shown_subjects = {m["subject"] for m in notify_operator.for_alarm(conn, ACCOUNT, alarm_id)
+                          if m["channel"] == "email"}  # fmt: skip
         row = queries.alarm(conn, alarm_id)
         assert row is not None
         plan = plans.plan_view(conn, row)
@@ -146,8 +151,9 @@ def test_the_step_messages_whom_the_operator_picks_and_is_recorded_done(engine: 
             select(s.history.c.hist_text).where(s.history.c.hist_text.like("%NOTIFY%"))
         ).scalars().all()  # fmt: skip
         lane_ids = lanes.ids(conn, rules.LANES, [(People.ann, "email")])
-    assert email["subject"] == f"{ACCOUNT} {row['hist_text']}"
-    assert "Acme Widgets" in email["body"] and email["incident_number"] == alarm_id
+    assert (email["subject"], email["body"], email["hist_text"]) == ("", "", row["hist_text"])
+    assert sent.subject == f"{ACCOUNT} {row['hist_text']}" and shown_subjects == {sent.subject}
+    assert "Acme Widgets" in sent.body and email["incident_number"] == alarm_id
     assert (email["queued_us"], email["kind"]) == (T0 + SECOND, rules.ALARM)
     assert len(lane_ids) == 1  # its lane is fed: the sender finds it
     step = plan["steps"][NOTIFY_STEP - 1]

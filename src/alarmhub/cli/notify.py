@@ -235,10 +235,11 @@ def template_reset(kind: str, channel: str, data_dir: Path | None, as_json: bool
 def notify_log(account: str | None, limit: int, data_dir: Path | None, as_json: bool) -> None:
     """List the messages, newest first: to whom, by which channel, their state (queued, sent,
     failed) and attempts."""
+    from alarmhub.cli.schedule_options import station_zone
     from alarmhub.store import notifications as store
 
     with open_store(data_dir).connect() as conn:
-        rows = store.log(conn, account, limit)
+        rows = store.log(conn, account, limit, station_zone(data_dir))
     shown = [{**r, "queued": when(r["queued_us"]), "last_error": r["last_error"] or ""}
              for r in rows]  # fmt: skip
     emit(as_json, rows, lambda: table(shown, LOG_COLUMNS, "no message"))

@@ -92,7 +92,9 @@ class NotifyPanel:
                 raise ops.not_found(alarm_id)
             return {
                 "choices": notify_operator.choices(conn, row),
-                "messages": notify_operator.for_alarm(conn, row["account_number"], alarm_id),
+                "messages": notify_operator.for_alarm(
+                    conn, row["account_number"], alarm_id, self.zone
+                ),
             }
 
         return await self.console.read(read)
@@ -110,13 +112,16 @@ class NotifyPanel:
             )
             row = queries.alarm(conn, alarm_id)
             assert row is not None
-            messages = notify_operator.for_alarm(conn, row["account_number"], alarm_id)
+            messages = notify_operator.for_alarm(conn, row["account_number"], alarm_id, zone)
             return {"note": note, "messages": messages}
 
         return await self.console.write(work)
 
     async def failed(self, request: Request, session: Session) -> dict[str, Any]:
-        messages, count = await self.console.read(notify_operator.failed)
+        zone = self.zone
+        messages, count = await self.console.read(
+            lambda conn: notify_operator.failed(conn, station=zone)
+        )
         return {"messages": messages, "failed": count, "server_us": now_us()}
 
     async def resend(self, request: Request, session: Session) -> dict[str, Any]:

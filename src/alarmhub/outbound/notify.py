@@ -1,8 +1,9 @@
 """Notifications, the channel: what the one delivery worker (:mod:`alarmhub.outbound.delivery`)
-needs to send the messages to subscribers (decisions section 13). The messages are rendered and
-queued in the transaction that publishes what they tell of (:mod:`alarmhub.store.notifications`);
-their lanes are one contact's and one channel's, taken one send at a time, in a storm as a
-digest (:mod:`alarmhub.store.notification_sending`, :mod:`alarmhub.core.digest`).
+needs to send the messages to subscribers (decisions section 13). The messages are queued in the
+transaction that publishes what they tell of (:mod:`alarmhub.store.notifications`), unrendered,
+and rendered here as they are taken (:mod:`alarmhub.store.notification_rendering`); their lanes
+are one contact's and one channel's, taken one send at a time, in a storm as a digest
+(:mod:`alarmhub.store.notification_sending`, :mod:`alarmhub.core.digest`).
 
 An attempt sends by the message's channel: e-mail through :class:`~alarmhub.outbound.email.
 EmailSender`, SMS through :class:`~alarmhub.outbound.sms.SmsSender`, each made from the gateway
@@ -121,10 +122,10 @@ class NotifyChannel:
                                  due, carried)  # fmt: skip
         if step.verdict == delivery.SENT:
             return store.Outcome(item.delivery_id, rules.SENT, attempts, None, None, carried,
-                                 now_us)  # fmt: skip
+                                 now_us, item.rendered)  # fmt: skip
         if step.verdict == delivery.FAILED:
             return store.Outcome(item.delivery_id, rules.FAILED, attempts, attempt.error, None,
-                                 carried)  # fmt: skip
+                                 carried, rendered=item.rendered)  # fmt: skip
         assert step.retry_in_seconds is not None
         due = now_us + units.seconds_us(step.retry_in_seconds)
         return store.Outcome(item.delivery_id, rules.QUEUED, attempts, attempt.error, due,

@@ -8,8 +8,10 @@ the retry schedule gives, or failed); the lanes settled (due when their first me
 the window allows); a failed or sent message queued again (a resend).
 
 A lane whose first message waits for its retry waits alone: the others go on. A message whose
-contact was removed meanwhile is still sent, to the address it was rendered with: what was
-queued while the contact was subscribed is never lost silently.
+contact was removed meanwhile is still sent, to the address it was queued with: what was
+queued while the contact was subscribed is never lost silently. A message is rendered as it is
+taken (:mod:`alarmhub.store.notification_rendering`: what it needs read once for all the lanes
+taken), and what was sent is stored with its outcome.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from alarmhub.core import digest
 from alarmhub.core import notifications as rules
 from alarmhub.core.errors import ProvisioningError
 from alarmhub.store import lanes, schema
-from alarmhub.store.notifications import account_names_and_zones
+from alarmhub.store.notification_rendering import Reference, reference, render_rows
 
 NOTE = schema.notification.c
 LANE = lanes.LANE
@@ -74,6 +76,12 @@ class Claimed:
     body: str
     html: str
     collapsed: tuple[int, ...] = ()  # a digest: the messages it carries, the first included
+    rendered: tuple[Rendered, ...] = ()  # the messages rendered as taken: kept when recorded
+
+
+Rendered = tuple[int, str, str, str]
+"""A message rendered as it was taken: its id, subject, body and HTML part (stored with its
+outcome, so that the log shows what was sent)."""
 
 
 class Taken(NamedTuple):
@@ -85,9 +93,9 @@ class Taken(NamedTuple):
 
 
 _LANE_QUEUED = (
-    select(NOTE.notification_id, NOTE.contact_id, NOTE.channel, NOTE.account_number,
-           NOTE.recipient, NOTE.subject, NOTE.body, NOTE.html, NOTE.attempts, NOTE.due_us,
-           NOTE.queued_us)
+    select(NOTE.notification_id, NOTE.contact_id, NOTE.kind, NOTE.channel, NOTE.account_number,
+           NOTE.recipient, NOTE.subject, NOTE.body, NOTE.html, NOTE.hist_text, NOTE.zone,
+           NOTE.area, NOTE.at_us, NOTE.attempts, NOTE.due_us, NOTE.queued_us)
     .where(
         NOTE.contact_id == bindparam("contact"),
         NOTE.channel == bindparam("channel"),
@@ -127,10 +135,10 @@ def take(
     queued message is due by ``now_us`` and whose window allows one (:mod:`alarmhub.core.
     digest`): that message, or the digest of all those queued (its times in the account's time
     zone, else ``station``'s); ``limit`` lanes at most."""
-    chains: list[list[Claimed]] = []
     idle: list[int] = []
+    sends: list[tuple[lanes.Lane, list[Any], bool]] = []  # a lane's message(s), a digest?
     for lane in chosen:
-        if len(chains) >= limit:
+        if len(sends) >= limit:
             idle.append(lane.lane_id)
             continue
         read = {"contact": lane.target_id, "channel": lane.key}
@@ -138,43 +146,66 @@ def take(
         if first is None or first.due_us > now_us:
             idle.append(lane.lane_id)
             continue
-        sends = _sends(conn, lane)
-        queued = digest.plan(sends, 2, now_us)
+        sent = _sends(conn, lane)
+        queued = digest.plan(sent, 2, now_us)
         if queued == digest.DIGEST:  # more than one may be queued: count them
-            rows = conn.execute(_LANE_QUEUED, read | {"read": digest.DIGEST_MAX}).all()
-            queued = digest.plan(sends, len(rows), now_us)
+            lane_rows = conn.execute(_LANE_QUEUED, read | {"read": digest.DIGEST_MAX}).all()
+            queued = digest.plan(sent, len(lane_rows), now_us)
         if queued == digest.WAIT:
             idle.append(lane.lane_id)
         elif queued == digest.ONE:
-            chains.append([Claimed(first.notification_id, lane.lane_id, first.contact_id,
-                                   first.attempts, lease_until_us, first.channel,
-                                   first.account_number, first.recipient, first.subject,
-                                   first.body, first.html)])  # fmt: skip
+            sends.append((lane, [first], False))
         else:
-            chains.append([_digest(conn, lane, rows, lease_until_us, station)])
+            sends.append((lane, list(lane_rows), True))
+    # rendered now, all at once (names, zones, descriptions, templates read once)
+    taken = [r for _, rows, _ in sends for r in rows]
+    digests = [rows[0].account_number for _, rows, collapsed in sends if collapsed]
+    ref = reference(conn, taken, digests) if taken else None
+    rendered = render_rows(conn, taken, station, ref)
+    chains: list[list[Claimed]] = []
+    for lane, rows, collapsed in sends:
+        made = tuple(_rendered(r.notification_id, rendered[r.notification_id]) for r in rows
+                     if r.notification_id in rendered)  # fmt: skip
+        texts = {i: (subject, body, html) for i, subject, body, html in made}
+        if collapsed:
+            assert ref is not None
+            chains.append([_digest(ref, lane, rows, texts, lease_until_us, station, made)])
+            continue
+        first = rows[0]
+        subject, body, html = texts.get(first.notification_id,
+                                        (first.subject, first.body, first.html))  # fmt: skip
+        chains.append([Claimed(first.notification_id, lane.lane_id, first.contact_id,
+                               first.attempts, lease_until_us, first.channel,
+                               first.account_number, first.recipient, subject, body, html,
+                               rendered=made)])  # fmt: skip
     return Taken(chains, idle)
 
 
+def _rendered(notification_id: int, message: rules.Message) -> Rendered:
+    return (notification_id, message.subject, message.body, message.html)
+
+
 def _digest(
-    conn: Connection,
+    read: Reference,
     lane: lanes.Lane,
     rows: Sequence[Any],
+    texts: dict[int, tuple[str, str, str]],
     lease_until_us: int | None,
     station: tzinfo,
+    made: tuple[Rendered, ...],
 ) -> Claimed:
     first = rows[0]
     account = first.account_number
-    names, zones = account_names_and_zones(conn, [account])
-    zone = zones.get(account, station)
-    lines = [
-        digest.Collapsed(r.queued_us, r.subject if r.channel == rules.EMAIL else r.body)
-        for r in rows
-    ]
-    message = digest.render(account, names.get(account, ""), lane.key, lines, zone)
+    zone = read.zones.get(account, station)
+    lines = []
+    for r in rows:
+        subject, body, _ = texts.get(r.notification_id, (r.subject, r.body, r.html))
+        lines.append(digest.Collapsed(r.queued_us, subject if r.channel == rules.EMAIL else body))
+    message = digest.render(account, read.names.get(account, ""), lane.key, lines, zone)
     return Claimed(first.notification_id, lane.lane_id, first.contact_id, first.attempts,
                    lease_until_us, first.channel, account, first.recipient, message.subject,
                    message.body, message.html,
-                   tuple(r.notification_id for r in rows))  # fmt: skip
+                   tuple(r.notification_id for r in rows), made)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +221,7 @@ class Outcome:
     due_us: int | None = None
     sent: Claimed | None = None  # a digest that ended (sent, or failed for good)
     ended_us: int | None = None  # when the attempt ended (a send's time; else when recorded)
+    rendered: tuple[Rendered, ...] = ()  # the messages rendered as taken (kept once ended)
 
 
 _RECORD = (
@@ -201,6 +233,17 @@ _RECORD = (
         last_error=bindparam("b_error", type_=String),
         due_us=bindparam("b_due", type_=BigInteger),
         sent_us=bindparam("b_sent", type_=BigInteger),
+    )
+)
+
+
+_TEXT = (
+    update(schema.notification)
+    .where(NOTE.notification_id == bindparam("b_id"))
+    .values(
+        subject=bindparam("b_subject", type_=String),
+        body=bindparam("b_body", type_=String),
+        html=bindparam("b_html", type_=String),
     )
 )
 
@@ -220,6 +263,13 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     for o in outcomes:
         if o.sent is not None:
             _record_digest(conn, o, o.sent, now_us)
+    texts = [
+        {"b_id": i, "b_subject": subject, "b_body": body, "b_html": html}
+        for o in outcomes if o.state != rules.QUEUED
+        for i, subject, body, html in (o.rendered or (o.sent.rendered if o.sent else ()))
+    ]  # fmt: skip
+    if texts:  # what was sent (a message to be retried is rendered again then)
+        conn.execute(_TEXT, texts)
 
 
 def _record_digest(conn: Connection, o: Outcome, d: Claimed, now_us: int) -> None:

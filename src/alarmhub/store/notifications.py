@@ -15,22 +15,20 @@ when the response data changes), or :func:`subscribed_kinds` reads them in one s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
 from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 from cryptography.fernet import Fernet
-from sqlalchemy import Connection, and_, delete, func, insert, select, tuple_
+from sqlalchemy import Connection, and_, delete, func, insert, select
 
 from alarmhub import secret_key
 from alarmhub.core import notifications as rules
 from alarmhub.core.errors import ProvisioningError
-from alarmhub.core.notifications import Occurrence, Templates
-from alarmhub.core.response import zone_description
+from alarmhub.core.notifications import Templates
 from alarmhub.store import lanes, schema
 from alarmhub.store.alarm_response import PHONE_COLUMNS, chunks
+from alarmhub.store.notification_rendering import subjects
 from alarmhub.store.response import upsert
 
 NOTE = schema.notification.c
@@ -123,9 +121,9 @@ def queue_signals(
 
 
 def queue(conn: Connection, told: Sequence[Told], station: tzinfo = UTC) -> None:
-    """Render and queue a message to every contact of each account subscribed to its kind, by
-    each channel it chose, due at once; and feed their lanes. The time is in the account's zone
-    (its schedule's), else in ``station``'s."""
+    """Queue a message to every contact of each account subscribed to its kind, by each channel
+    it chose, due at once; and feed their lanes (rendered when sent, its time in the account's
+    zone, else in the station's)."""
     if not told:
         return
     recipients = _recipients(conn, sorted({t.account for t in told}))
@@ -140,34 +138,23 @@ def send(
     station: tzinfo = UTC,
     now_us: int | None = None,
 ) -> int:
-    """Render and queue the messages of ``told`` to the ``recipients`` of each account (those
-    whose kinds hold the message's), each by its channels, due at once; feed their lanes. Queued
-    ``now_us`` when given (an operator's message about an older alarm), else when told of. How
-    many were queued."""
-    accounts = sorted({t.account for t in told})
-    names, zones = account_names_and_zones(conn, accounts)
-    descriptions = _descriptions(conn, [(t.account, t.zone) for t in told if t.zone])
-    templates = templates_all(conn)
+    """Queue the messages of ``told`` to the ``recipients`` of each account (those whose kinds
+    hold the message's), each by its channels, due at once; feed their lanes. Each is written
+    unrendered, with what it is rendered from when it is taken (:mod:`alarmhub.store.
+    notification_rendering`): nothing else is read here. Queued ``now_us`` when given (an
+    operator's message about an older alarm), else when told of. How many were queued."""
+    del station  # the time zone is the sender's (it renders)
     rows: list[dict[str, Any]] = []
     for t in told:
-        occurrence: Occurrence | None = None
         at_us = t.at_us if now_us is None else now_us
         for contact_id, notify, channels in recipients.get(t.account, ()):
             if t.kind not in notify:
                 continue
-            if occurrence is None:
-                described = zone_description(descriptions.get((t.account, t.zone), {}), t.zone,
-                                             t.area)  # fmt: skip
-                occurrence = Occurrence(t.account, t.text, t.at_us, names.get(t.account, ""),
-                                        rules.zone_text(t.zone, described))  # fmt: skip
             for channel, to in channels:
-                message = rules.render(
-                    templates[t.kind, channel], occurrence, zones.get(t.account, station)
-                )
                 rows.append({
                     "contact_id": contact_id, "account_number": t.account, "kind": t.kind,
-                    "channel": channel, "recipient": to, "subject": message.subject,
-                    "body": message.body, "html": message.html if channel == rules.EMAIL else "",
+                    "channel": channel, "recipient": to, "subject": "", "body": "", "html": "",
+                    "hist_text": t.text, "zone": t.zone, "area": t.area, "at_us": t.at_us,
                     "event_id": t.event_id, "incident_number": t.incident_number,
                     "state": rules.QUEUED, "attempts": 0, "due_us": at_us, "queued_us": at_us,
                 })  # fmt: skip
@@ -213,68 +200,36 @@ def mobile(row: Any) -> str:
     return ""
 
 
-def account_names_and_zones(
-    conn: Connection, accounts: Sequence[str]
-) -> tuple[dict[str, str], dict[str, tzinfo]]:
-    """The accounts' names, and the time zones of those whose schedule (the whole account's)
-    names one."""
-    A, S = schema.account.c, schema.schedule.c
-    names: dict[str, str] = {}
-    zones: dict[str, tzinfo] = {}
-    for chunk in chunks(accounts):
-        for account, name in conn.execute(
-            select(A.account_number, A.company_name).where(A.account_number.in_(list(chunk)))
-        ):
-            names[account] = name
-        for account, name in conn.execute(
-            select(S.account_number, S.timezone).where(
-                S.account_number.in_(list(chunk)), S.area == "", S.timezone.is_not(None)
-            )
-        ):
-            with suppress(ZoneInfoNotFoundError, ValueError):  # checked when set
-                zones[account] = ZoneInfo(name)
-    return names, zones
-
-
-def _descriptions(
-    conn: Connection, zones: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], dict[tuple[str, str], str]]:
-    """The descriptions of the zones (account, zone) by area, per account and zone."""
-    Z = schema.account_zone.c
-    found: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
-    for chunk in chunks(sorted(set(zones))):
-        for account, zone, area, text in conn.execute(
-            select(Z.account_number, Z.zone, Z.area, Z.description).where(
-                tuple_(Z.account_number, Z.zone).in_(list(chunk))
-            )
-        ):
-            found.setdefault((account, zone), {})[(zone, area)] = text
-    return found
-
-
 # the log ---------------------------------------------------------------------------------------
 
 
 def log(
-    conn: Connection, account: str | None = None, limit: int = LOG_LIMIT
+    conn: Connection, account: str | None = None, limit: int = LOG_LIMIT, station: tzinfo = UTC
 ) -> list[dict[str, Any]]:
     """Messages, newest first (of one account, if given): to whom, by which channel, their
-    state and attempts; never the gateway's secrets (they are not here)."""
+    state and attempts, the subject (a queued message's as it would be sent now, its time in
+    the account's zone, else in ``station``'s); never the gateway's secrets (they are not
+    here)."""
     query = (
         select(NOTE.notification_id, NOTE.account_number, NOTE.contact_id, NOTE.kind,
                NOTE.channel, NOTE.recipient, NOTE.subject, NOTE.state, NOTE.attempts,
                NOTE.due_us, NOTE.last_error, NOTE.queued_us, NOTE.sent_us, NOTE.event_id,
-               NOTE.incident_number, NOTE.digest_id)
+               NOTE.incident_number, NOTE.digest_id, NOTE.body, NOTE.hist_text, NOTE.zone,
+               NOTE.area, NOTE.at_us)
         .order_by(NOTE.notification_id.desc())
         .limit(limit)
     )  # fmt: skip
     if account is not None:
         query = query.where(NOTE.account_number == account)
+    rows = conn.execute(query).all()
+    rendered = subjects(conn, rows, station)
+    hidden = ("notification_id", "account_number", "recipient", "body", "hist_text", "zone",
+              "area", "at_us")  # fmt: skip
     return [
-        {"id": r["notification_id"], "account": r["account_number"], "to": r["recipient"],
-         **{k: v for k, v in r.items() if k not in ("notification_id", "account_number",
-                                                    "recipient")}}
-        for r in conn.execute(query).mappings()
+        {"id": r.notification_id, "account": r.account_number, "to": r.recipient,
+         **{k: rendered.get(r.notification_id, v) if k == "subject" else v
+            for k, v in r._mapping.items() if k not in hidden}}
+        for r in rows
     ]  # fmt: skip
 
 
@@ -375,18 +330,6 @@ def gateways(conn: Connection) -> list[dict[str, Any]]:
 
 
 # templates -------------------------------------------------------------------------------------
-
-
-def templates_all(conn: Connection) -> dict[tuple[str, str], Templates]:
-    """Every kind's and channel's templates: the station's where it set some, else the
-    defaults."""
-    found = dict(rules.DEFAULTS)
-    for kind, channel, subject, body in conn.execute(
-        select(TEMPLATE.kind, TEMPLATE.channel, TEMPLATE.subject, TEMPLATE.body)
-    ):
-        if (kind, channel) in found:
-            found[kind, channel] = Templates(subject, body)
-    return found
 
 
 def template(conn: Connection, kind: str, channel: str) -> tuple[Templates, bool]:

@@ -1,8 +1,9 @@
 """The operators' side of notifications (decisions sections 8 and 13), in the store: the plan
 step ``notify`` done from the alarm screen by messaging contacts of the alarm's account (whom the
 operator may pick, and whom by default), queued in the transaction that records the step (the
-same table, lanes and rendering as :mod:`alarmhub.store.notifications`); an alarm's messages;
-the failed messages a resend may queue again (:mod:`alarmhub.store.notification_sending`).
+same table, lanes and rendering as :mod:`alarmhub.store.notifications`: unrendered, rendered
+when sent); an alarm's messages; the failed messages a resend may queue again
+(:mod:`alarmhub.store.notification_sending`).
 
 By default the step messages the contacts subscribed to the alarm's kind, each by the channels
 it chose; when nobody is, the contacts of the alarm's call list that have an e-mail address or a
@@ -32,6 +33,7 @@ from alarmhub.store import (
     queries,
     schema,
 )
+from alarmhub.store import notification_rendering as rendering
 from alarmhub.store import notifications as store
 from alarmhub.store.alarm_response import PHONE_COLUMNS
 
@@ -187,7 +189,8 @@ def _shown(query: Any) -> Any:
     return (
         select(NOTE.notification_id, NOTE.contact_id, CONTACT.name, NOTE.kind, NOTE.channel,
                NOTE.recipient, NOTE.state, NOTE.attempts, NOTE.last_error, NOTE.queued_us,
-               NOTE.sent_us, NOTE.account_number, NOTE.subject)
+               NOTE.sent_us, NOTE.account_number, NOTE.subject,
+               NOTE.body, NOTE.hist_text, NOTE.zone, NOTE.area, NOTE.at_us)
         .select_from(schema.notification.outerjoin(
             schema.contact, CONTACT.contact_id == NOTE.contact_id))
         .where(query)
@@ -195,23 +198,32 @@ def _shown(query: Any) -> Any:
     )  # fmt: skip
 
 
-def _rows(conn: Connection, query: Any) -> list[dict[str, Any]]:
+def _rows(conn: Connection, query: Any, station: tzinfo) -> list[dict[str, Any]]:
+    """The messages as shown: a queued one's subject as it would be sent now."""
+    rows = conn.execute(query).all()
+    subjects = rendering.subjects(conn, rows, station)
     return [
-        dict(zip(MESSAGE_FIELDS, r, strict=True)) | {"name": r.name or ""}
-        for r in conn.execute(query)
+        dict(zip(MESSAGE_FIELDS, r[: len(MESSAGE_FIELDS)], strict=True))
+        | {"name": r.name or "", "subject": subjects.get(r.notification_id, r.subject)}
+        for r in rows
     ]
 
 
-def for_alarm(conn: Connection, account: str, alarm_id: int) -> list[dict[str, Any]]:
+def for_alarm(
+    conn: Connection, account: str, alarm_id: int, station: tzinfo = UTC
+) -> list[dict[str, Any]]:
     """The messages about an alarm (those its event queued, those its operator sent), newest
-    first, each to whom, by which channel, its state and attempts."""
+    first, each to whom, by which channel, its state and attempts (times in the account's zone,
+    else in ``station``'s)."""
     query = and_(NOTE.account_number == account, NOTE.incident_number == alarm_id)
-    return _rows(conn, _shown(query))
+    return _rows(conn, _shown(query), station)
 
 
-def failed(conn: Connection, limit: int = FAILED_LIMIT) -> tuple[list[dict[str, Any]], int]:
+def failed(
+    conn: Connection, limit: int = FAILED_LIMIT, station: tzinfo = UTC
+) -> tuple[list[dict[str, Any]], int]:
     """The failed messages, newest first (at most ``limit``), and how many there are."""
-    rows = _rows(conn, _shown(NOTE.state == rules.FAILED).limit(limit))
+    rows = _rows(conn, _shown(NOTE.state == rules.FAILED).limit(limit), station)
     return rows, failed_count(conn)
 
 

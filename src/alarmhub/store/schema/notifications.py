@@ -49,6 +49,10 @@ notification = Table(
     Column("subject", String(200), nullable=False, server_default=""),
     Column("body", Text, nullable=False),
     Column("html", Text, nullable=False, server_default=""),
+    Column("hist_text", Text, nullable=False, server_default=""),
+    Column("zone", String(8), nullable=False, server_default=""),
+    Column("area", String(4), nullable=False, server_default=""),
+    Column("at_us", BigInteger, nullable=True),
     Column("event_id", BigInteger, nullable=True),
     Column("incident_number", BigInteger, nullable=True),
     Column("state", String(8), nullable=False),
@@ -60,8 +64,11 @@ notification = Table(
     Column("digest_id", BigInteger, nullable=True),
     sqlite_autoincrement=True,
 )
-"""One message to one contact by one channel, rendered and written in the transaction that
-published what it tells of (the event, or the routed signal: ``incident_number``): ``queued``
+"""One message to one contact by one channel, written in the transaction that published what it
+tells of (the event, or the routed signal: ``incident_number``) with what it is rendered from
+(``hist_text``, ``zone``, ``area``, ``at_us``; its subject, body and HTML empty till the sender
+renders it and records the attempt: ``alarmhub.store.notification_rendering``; a message
+queued before has no ``at_us`` and its text already): ``queued``
 (its next attempt due at ``due_us``, in its lane: the contact's and the channel's), ``sent``
 or ``failed``, with the attempts made and why the last one failed (short, never a secret). A
 message sent (or failed) within a storm's digest names it (``digest_id``: the digest's own
