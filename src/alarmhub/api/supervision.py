@@ -248,15 +248,7 @@ class Supervision:
             scoped.company(conn, account)
             now = now_us()
             test = on_test.start(
-                conn,
-                account,
-                fields["minutes"],
-                by,
-                now,
-                zones,
-                types,
-                fields.get("reason", ""),
-                station=self.api.zone,
+                conn, account, fields["minutes"], by, now, zones, types, fields.get("reason", "")
             )
             api_audit.record(conn, key.name, "POST TEST", account, now)
             return test

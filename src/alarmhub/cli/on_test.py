@@ -14,7 +14,6 @@ from alarmhub.cli.output import (
     data_dir_option,
     emit,
     json_option,
-    load_settings,
     open_store,
     provisioning_errors,
     table,
@@ -96,12 +95,10 @@ def test_start(
     type_list = _checked(rules.check_types, types, "--type")
     who = _checked(rules.check_by, by, "--by")
     why = _checked(rules.check_reason, reason, "--reason")
-    station = load_settings(data_dir).zone  # the time of its messages, where the account has none
     test = _write(
         data_dir,
-        lambda c: on_test.start(c, account, minutes, who, now_us(), zone_list, type_list, why,
-                                station=station),
-    )  # fmt: skip
+        lambda c: on_test.start(c, account, minutes, who, now_us(), zone_list, type_list, why),
+    )
     shown = rules.test_view(test)
     emit(as_json, shown, lambda: click.echo(f"{account} on test until {shown['ends']}"))
 

@@ -107,9 +107,7 @@ class NotifyPanel:
         zone = self.zone
 
         def work(conn: Connection) -> dict[str, Any]:
-            note = notify_operator.notify(
-                conn, session.code, alarm_id, position, chosen, now_us(), zone
-            )
+            note = notify_operator.notify(conn, session.code, alarm_id, position, chosen, now_us())
             row = queries.alarm(conn, alarm_id)
             assert row is not None
             messages = notify_operator.for_alarm(conn, row["account_number"], alarm_id, zone)

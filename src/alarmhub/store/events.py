@@ -12,7 +12,6 @@ id it deleted, so a reader resuming from an older id can tell that it missed som
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
 
 import orjson
@@ -39,17 +38,9 @@ def row(kind: str, account: str, data: Mapping[str, Any], at_us: int) -> tuple[A
     return (kind, account, orjson.dumps(events.envelope(kind, at_us, data)).decode(), at_us)
 
 
-def publish(
-    conn: Connection,
-    kind: str,
-    account: str,
-    data: Mapping[str, Any],
-    at_us: int,
-    station: tzinfo = UTC,
-) -> None:
-    """Put one event in the outbox (``station``: the time zone of its messages to an account
-    without one of its own)."""
-    publish_rows(conn, [row(kind, account, data, at_us)], station=station)
+def publish(conn: Connection, kind: str, account: str, data: Mapping[str, Any], at_us: int) -> None:
+    """Put one event in the outbox."""
+    publish_rows(conn, [row(kind, account, data, at_us)])
 
 
 def publish_rows(
@@ -58,13 +49,12 @@ def publish_rows(
     insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
     hooks: Sequence[webhooks.Subscribed] | None = None,
     notify: frozenset[str] | None = None,
-    station: tzinfo = UTC,
 ) -> None:
     """Put events made by :func:`row` in the outbox, in this order (written by
     ``insert_rows``, such as a prepared bulk insert, if given), with their deliveries to the
     webhooks that want them and the messages to the contacts subscribed to them (``hooks`` and
     ``notify``, the kinds anyone subscribes to, when the caller has them at hand: routing's
-    cache; ``station``: the time zone of messages to accounts without one of their own)."""
+    cache)."""
     if not rows:
         return
     if hooks is None:
@@ -89,7 +79,7 @@ def publish_rows(
             select(EVENT.event_id).where(EVENT.event_id > before).order_by(EVENT.event_id)
         ).scalars()
         told = ((event_id, *r) for event_id, r in zip(ids, rows, strict=True))
-        notifications.queue_events(conn, notify, told, station)
+        notifications.queue_events(conn, notify, told)
 
 
 class Event(NamedTuple):

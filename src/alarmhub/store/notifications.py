@@ -70,7 +70,6 @@ def queue_events(
     conn: Connection,
     kinds: frozenset[str],
     published: Iterable[tuple[int, str, str, str, int]],
-    station: tzinfo = UTC,
 ) -> None:
     """Queue the messages of events just published, (event id, kind, account, body, time), to
     the contacts subscribed to their kinds (``kinds``: those anyone subscribes to)."""
@@ -98,14 +97,13 @@ def queue_events(
             ):
                 n = alarms[int(alarm_id)]
                 told[n] = told[n]._replace(zone=zone or "", area=area or "")
-    queue(conn, told, station)
+    queue(conn, told)
 
 
 def queue_signals(
     conn: Connection,
     kinds: frozenset[str],
     history: Iterable[tuple[str, int, int, str, str, str, str, str]],
-    station: tzinfo = UTC,
 ) -> None:
     """Queue the messages of signals just routed to history, (account, incident number, time,
     code, area, zone, HIST_TEXT, path): the openings and closings (``kinds``: those anyone
@@ -117,10 +115,10 @@ def queue_signals(
         for account, incident, at_us, code, area, zone, text, path in history
         if account and rules.signal_kind(code, path) == rules.OPENCLOSE
     ]
-    queue(conn, told, station)
+    queue(conn, told)
 
 
-def queue(conn: Connection, told: Sequence[Told], station: tzinfo = UTC) -> None:
+def queue(conn: Connection, told: Sequence[Told]) -> None:
     """Queue a message to every contact of each account subscribed to its kind, by each channel
     it chose, due at once; and feed their lanes (rendered when sent, its time in the account's
     zone, else in the station's)."""
@@ -128,14 +126,13 @@ def queue(conn: Connection, told: Sequence[Told], station: tzinfo = UTC) -> None
         return
     recipients = _recipients(conn, sorted({t.account for t in told}))
     if recipients:
-        send(conn, told, recipients, station)
+        send(conn, told, recipients)
 
 
 def send(
     conn: Connection,
     told: Sequence[Told],
     recipients: Mapping[str, Sequence[Recipient]],
-    station: tzinfo = UTC,
     now_us: int | None = None,
 ) -> int:
     """Queue the messages of ``told`` to the ``recipients`` of each account (those whose kinds
@@ -143,7 +140,6 @@ def send(
     unrendered, with what it is rendered from when it is taken (:mod:`alarmhub.store.
     notification_rendering`): nothing else is read here. Queued ``now_us`` when given (an
     operator's message about an older alarm), else when told of. How many were queued."""
-    del station  # the time zone is the sender's (it renders)
     rows: list[dict[str, Any]] = []
     for t in told:
         at_us = t.at_us if now_us is None else now_us

@@ -129,7 +129,6 @@ def notify(
     position: int,
     recipients: Sequence[tuple[int, Sequence[str]]],
     now_us: int,
-    station: tzinfo = UTC,
 ) -> str:
     """Do the notify step ``position`` of the alarm operator ``code`` holds: message each of
     ``recipients`` (contact id, channels) about the alarm, and record the step done with whom
@@ -161,7 +160,7 @@ def notify(
         said.append(f"{rules.text_safe(contact['name'])} BY {' '.join(ordered).upper()}")
     told = store.Told(kind, account, row["hist_text"], int(row["received_us"]), row["zone"],
                       row["area"], incident_number=alarm_id)  # fmt: skip
-    store.send(conn, [told], {account: chosen}, station, now_us)
+    store.send(conn, [told], {account: chosen}, now_us)
     note = ("MESSAGED " + "; ".join(said))[: ops.NOTE_MAX]
     conn.execute(
         insert(schema.step_done).values(

@@ -19,7 +19,6 @@ alarms.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -116,14 +115,12 @@ def start(
     types: Sequence[str] = (),
     reason: str = "",
     opr: str | None = None,
-    station: tzinfo = UTC,
 ) -> dict[str, Any]:
     """Put ``account`` on test for ``minutes`` (of ``zones`` and ``types`` only, when named),
     asked for by ``by``; ``opr`` is the console's operator (None: the command line). An account
     already on test keeps its test, with the new end, zones, TYPEs, by and reason. Refused: an
     unknown account, a value the rules refuse, a TYPE the station's alarm types do not give.
-    Its subscribers' messages tell the time in the account's zone, else in ``station``'s. The
-    test as :func:`running_tests` shows it."""
+    The test as :func:`running_tests` shows it."""
     minutes = rules.check_minutes(minutes)
     by = rules.check_by(by)
     zone_list = rules.check_zones(zones)
@@ -155,7 +152,7 @@ def start(
     _record(conn, account, rules.START_TYPE, text, RoutePath.OPERATOR, opr, now_us)
     test = _running(conn, account)
     assert test is not None
-    outbox.publish(conn, events.TEST_STARTED, account, events.test_data(test), now_us, station)
+    outbox.publish(conn, events.TEST_STARTED, account, events.test_data(test), now_us)
     _changed(conn)
     (shown,) = [t for t in running_tests(conn, now_us) if t["account_number"] == account]
     return shown

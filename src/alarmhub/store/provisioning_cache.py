@@ -8,7 +8,6 @@ the provisioning revision changes; and what routing has learnt of the accounts i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, tzinfo
 
 from sqlalchemy import Connection, select
 
@@ -88,7 +87,6 @@ class ProvisioningCache:
     webhooks: list[webhooks.Subscribed] = field(default_factory=list)
     outputs: list[OutputSettings] = field(default_factory=list)  # automation outputs
     notify: frozenset[str] = frozenset()  # the kinds of notification contacts subscribe to
-    station_zone: tzinfo = UTC  # the time zone of messages to accounts without their own
 
     response_revision: int = -1
     memory: AccountMemory = field(default_factory=AccountMemory)

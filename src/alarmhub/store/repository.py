@@ -421,7 +421,7 @@ class SqlRepository:
         if self._events:
             outbox.publish_rows(
                 self._conn, self._events, self._inserts.event.execute, self._cache.webhooks,
-                self._cache.notify, self._cache.station_zone,
+                self._cache.notify,
             )  # fmt: skip
             self._events = []
         if self._queue_changed:
@@ -431,9 +431,7 @@ class SqlRepository:
             self._inserts.history.execute(self._conn, self._history)
             if self._cache.notify:  # openings and closings
                 told = map(_NOTIFYING_FIELDS, self._history)
-                notifications.queue_signals(
-                    self._conn, self._cache.notify, told, self._cache.station_zone
-                )
+                notifications.queue_signals(self._conn, self._cache.notify, told)
             self._history = []
         if self._tested:
             tested = [{"tested": a, "at_us": at} for a, at in sorted(self._tested.items())]

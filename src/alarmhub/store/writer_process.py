@@ -105,12 +105,10 @@ class WriterLoop:
         )
         # on SQLite this writer is the only one: it remembers the DC-09 retry keys itself
         self._retry_keys = None if self._routing.shared else RetryKeys(self._key_windows_us)
-        # the time zone of notifications to accounts without one of their own
-        self._routing.cache.station_zone = station_zone(config.get("timezone", ""))
         self._supervision = Supervision(
             self._conn.engine,
             test_grace_s=int(config["test_grace_minutes"]) * 60,
-            station_zone=self._routing.cache.station_zone,
+            station_zone=station_zone(config.get("timezone", "")),
             cache=self._routing.cache,
         )
         self._buffer = buffer
