@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Connection, bindparam, delete, func, or_, select, update
+from sqlalchemy.sql import ColumnElement
 
 from alarmhub.store import schema
 from alarmhub.store.response import upsert
@@ -112,6 +113,36 @@ def choose(
         node, lease_us = lease
         claim(conn, [n.lane_id for n in chosen], node, now_us + lease_us)
     return chosen
+
+
+class FirstDue:
+    """How a channel's store finds each lane's first pending delivery: its due time among the
+    rows of the lane's target (``target``) and key (``key``) that are ``pending``, in ``order``.
+    Called with the lanes, it gives their due times by lane id (a lane with nothing pending is
+    left out), as :func:`settle` takes them."""
+
+    def __init__(
+        self,
+        due: ColumnElement[Any],
+        target: ColumnElement[Any],
+        key: ColumnElement[Any],
+        pending: ColumnElement[bool],
+        order: ColumnElement[Any],
+    ) -> None:
+        first = (
+            select(due)
+            .where(target == LANE.target_id, key == LANE.lane_key, pending)
+            .order_by(order)
+            .limit(1)
+            .scalar_subquery()
+        )
+        self._query = select(LANE.lane_id, first).where(
+            LANE.lane_id.in_(bindparam("lanes", expanding=True))
+        )
+
+    def __call__(self, conn: Connection, chosen: Sequence[Lane]) -> dict[int, int]:
+        rows = conn.execute(self._query, {"lanes": [n.lane_id for n in chosen]})
+        return {lane_id: due for lane_id, due in rows if due is not None}
 
 
 def settle(

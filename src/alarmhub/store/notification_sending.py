@@ -311,25 +311,15 @@ def _error(error: str | None) -> str | None:
     return rules.header_safe(error)[:ERROR_MAX] if error else None
 
 
-_FIRST_DUE = select(
-    LANE.lane_id,
-    select(NOTE.due_us)
-    .where(
-        NOTE.contact_id == LANE.target_id,
-        NOTE.channel == LANE.lane_key,
-        NOTE.state == rules.QUEUED,
-    )
-    .order_by(NOTE.notification_id)
-    .limit(1)
-    .scalar_subquery(),
-).where(LANE.lane_id.in_(bindparam("lanes", expanding=True)))
+_FIRST_QUEUED = lanes.FirstDue(
+    NOTE.due_us, NOTE.contact_id, NOTE.channel, NOTE.state == rules.QUEUED, NOTE.notification_id
+)
 
 
 def _first_due(conn: Connection, chosen: Sequence[lanes.Lane], now: int) -> dict[int, int]:
     """When each lane may send next: its first queued message's due time, or later when its
     window is full at ``now`` (:func:`alarmhub.core.digest.reopens_us`)."""
-    rows = conn.execute(_FIRST_DUE, {"lanes": [n.lane_id for n in chosen]})
-    dues = {lane_id: due for lane_id, due in rows if due is not None}
+    dues = _FIRST_QUEUED(conn, chosen)
     for lane in chosen:
         if lane.lane_id in dues:
             reopens = digest.reopens_us(_sends(conn, lane), now)

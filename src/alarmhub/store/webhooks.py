@@ -388,23 +388,10 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     )
 
 
-_FIRST_DUE = select(
-    LANE.lane_id,
-    select(DELIVERY.next_attempt_us)
-    .where(
-        DELIVERY.webhook_id == LANE.target_id,
-        DELIVERY.account_number == LANE.lane_key,
-        DELIVERY.state == webhooks.PENDING,
-    )
-    .order_by(DELIVERY.event_id)
-    .limit(1)
-    .scalar_subquery(),
-).where(LANE.lane_id.in_(bindparam("lanes", expanding=True)))
-
-
-def _first_due(conn: Connection, chosen: Sequence[lanes.Lane]) -> dict[int, int]:
-    rows = conn.execute(_FIRST_DUE, {"lanes": [n.lane_id for n in chosen]})
-    return {lane_id: due for lane_id, due in rows if due is not None}
+_first_due = lanes.FirstDue(
+    DELIVERY.next_attempt_us, DELIVERY.webhook_id, DELIVERY.account_number,
+    DELIVERY.state == webhooks.PENDING, DELIVERY.event_id,
+)  # fmt: skip
 
 
 def settle(conn: Connection, lane_ids: Collection[int], *, free: bool = True) -> set[int]:
