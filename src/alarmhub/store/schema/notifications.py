@@ -83,3 +83,5 @@ Index(
     notification.c.notification_id,
 )
 """A lane's messages: one contact's queued messages of one channel, oldest first."""
+Index("ix_notification_state", notification.c.state, notification.c.notification_id)
+"""The failed messages (the console counts them every few seconds), newest first."""

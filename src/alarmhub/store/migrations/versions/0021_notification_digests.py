@@ -1,6 +1,6 @@
 """Notifications: a message sent (or failed) within a storm's digest names the digest; a
 message is queued unrendered, with what it is rendered from when it is sent (the HIST_TEXT, the
-zone and area, when)
+zone and area, when); the failed messages found without reading the others
 
 Revision ID: 0021
 Revises: 0020
@@ -22,9 +22,11 @@ def upgrade() -> None:
         batch.add_column(sa.Column("zone", sa.String(8), nullable=False, server_default=""))
         batch.add_column(sa.Column("area", sa.String(4), nullable=False, server_default=""))
         batch.add_column(sa.Column("at_us", sa.BigInteger(), nullable=True))
+    op.create_index("ix_notification_state", "notification", ["state", "notification_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_notification_state", table_name="notification")
     with op.batch_alter_table("notification") as batch:
         batch.drop_column("at_us")
         batch.drop_column("area")
