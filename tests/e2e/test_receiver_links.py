@@ -192,6 +192,9 @@ def test_a_silent_link_raises_one_failure_and_its_next_frame_restores_it(rx: Rx)
         assert _exchange(sock, LINK_TEST) == ACK
 
         def restoral() -> int | None:
+            # the link stays alive meanwhile (its heartbeat timeout here is 1 s: silent, it
+            # would fail again before a supervision turn saw it back)
+            assert _exchange(sock, LINK_TEST) == ACK
             with rx.engine.connect() as conn:
                 return conn.execute(
                     select(s.history.c.incident_number).where(
@@ -200,7 +203,7 @@ def test_a_silent_link_raises_one_failure_and_its_next_frame_restores_it(rx: Rx)
                     )
                 ).scalar()
 
-        restored = wait_for(restoral, "the failure's restoral")
+        restored = wait_for(restoral, "the failure's restoral", every=0.3)
     # one failure until then
     before = [a for a in rx.alarms(RECEIVER_LINK_FAILURE.type) if a["alarm_id"] < restored]
     assert [a["hist_text"] for a in before] == [text]
