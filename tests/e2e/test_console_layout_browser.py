@@ -2,7 +2,8 @@
 real server: a fire of account 700042 with every block on it (facts, the plan, a call list of
 four contacts with three numbers each, the zone, agencies and permit, the passcode box, the
 schedule with its buttons, five other open alarms of the site with the supervisor's move row, the
-alarm's signals, a long action log and history), at 1280x800, 1920x1080 and 2560x1440. No visible
+alarm's signals, a long action log and history, the messages to a subscriber and the open form
+of the plan's notify step), at 1280x800, 1920x1080 and 2560x1440. No visible
 block covers another, no control covers another, a click on the passcode box, the manual
 open/close buttons and the move select lands on them, and what the operator does next (the plan's
 next step, the call list's next contact, the passcode box) is on screen when the alarm opens.
@@ -28,7 +29,17 @@ from tests.support.browser import (
     watch_problems,
 )
 from tests.support.console_client import PASSWORD
-from tests.support.console_station import SIBLING_SIGNALS, Hub, busy_fire, served_busy_site
+from tests.support.console_station import (
+    BUSY_ACCOUNT,
+    SIBLING_SIGNALS,
+    Hub,
+    busy_fire,
+    served_busy_site,
+)
+
+from alarmhub.core.plans import SHIPPED, Step, StepKind
+from alarmhub.store import contacts as contact_store
+from alarmhub.store import plans
 
 SIZES = ((1280, 800), (1920, 1080), (2560, 1440))
 
@@ -109,6 +120,7 @@ IN_VIEW = [
     "#plan-steps .step.next",
     "#alarm-actions",
 ]
+NOTIFY_IN_VIEW = ["#notify-recipients", "#form-notify button[type=submit]"]
 WHOLE = "#call-list button.phone"
 
 
@@ -118,13 +130,18 @@ def hub(tmp_path: Path) -> Iterator[Hub]:
         yield hub
 
 
-def layout_problems(page: Page) -> list[str]:
-    args: list[Any] = [BLOCKS, CONTROLS, CLICKABLE, IN_VIEW, WHOLE]
+def layout_problems(page: Page, in_view: list[str] = IN_VIEW) -> list[str]:
+    args: list[Any] = [BLOCKS, CONTROLS, CLICKABLE, in_view, WHOLE]
     return list(page.evaluate(MEASURE, args))
 
 
 def test_the_alarm_screen_with_everything_on_it_at_three_sizes(hub: Hub, page: Page) -> None:
     problems = watch_problems(page)
+    first = contact_store.list_contacts(hub.engine, BUSY_ACCOUNT)[0]  # messaged of the fire
+    changes = {"email": "owner@example.com", "notify": ("alarm",), "notify_by": ("email",)}
+    contact_store.update_contact(hub.engine, BUSY_ACCOUNT, first["id"], changes)
+    fire_plan = [*SHIPPED["FIRE"], Step(StepKind.NOTIFY)]  # and its notify step's form
+    plans.set_plan(hub.engine, "FIRE", fire_plan, account=BUSY_ACCOUNT)
     fire, siblings = busy_fire(hub, "SUP")
     sign_in_with_alarms(page, hub.url, "SUP", PASSWORD)
     for width, height in SIZES:
@@ -140,8 +157,16 @@ def test_the_alarm_screen_with_everything_on_it_at_three_sizes(hub: Hub, page: P
         expect(page.locator("#schedule-open")).to_be_visible()
         expect(page.locator("#plan-steps .step.next")).to_be_visible()
         expect(page.locator("#response-facts")).to_contain_text("MAIN STAGE SMOKE")
+        expect(page.locator("#alarm-messages-table tbody tr")).to_have_count(1)
         shot(page, f"layout-{width}x{height}")
         assert layout_problems(page) == [], f"at {width}x{height}"
+        # the notify step's form open: it covers nothing, and its Send is in view
+        page.click("#plan-notify")
+        expect(page.locator("#form-notify")).to_be_visible()
+        shot(page, f"layout-notify-{width}x{height}")
+        assert layout_problems(page, NOTIFY_IN_VIEW) == [], f"notify at {width}x{height}"
+        page.click("#form-notify button[data-cancel]")
+        expect(page.locator("#form-notify")).to_be_hidden()
         page.keyboard.press("Escape")
         expect(page.locator("#alarm-screen")).to_be_hidden()
     assert len(siblings) == len(SIBLING_SIGNALS)
