@@ -21,6 +21,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from alarmhub.core.plans import SHIPPED, Step, StepKind
+from alarmhub.store import contacts as contact_store
+from alarmhub.store import plans
 from tests.support.browser import (
     SHOWN_JS,
     shot,
@@ -36,10 +39,6 @@ from tests.support.console_station import (
     busy_fire,
     served_busy_site,
 )
-
-from alarmhub.core.plans import SHIPPED, Step, StepKind
-from alarmhub.store import contacts as contact_store
-from alarmhub.store import plans
 
 SIZES = ((1280, 800), (1920, 1080), (2560, 1440))
 
