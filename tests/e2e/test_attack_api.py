@@ -25,6 +25,7 @@ from alarmhub.core.ids import MAX_ID
 from alarmhub.core.response import PASSCODE_FAILURES_MAX
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
+from alarmhub.store.engine import write_transaction
 from tests.support.api_station import ApiHub, api_hub, problem
 from tests.support.console_client import Console
 from tests.support.processes import cli, wait_for
@@ -156,7 +157,7 @@ def test_a_holiday_name_with_control_characters_is_refused_everywhere(
 
 def test_holiday_list_escapes_the_control_characters_of_older_rows(hub: ApiHub) -> None:
     """Item 6: a name stored before the rule reached the terminal as it was."""
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         conn.execute(
             insert(s.holiday).values(date="2031-01-01", account_number="", name="\x1b[2JNew\x9b")
         )
@@ -165,7 +166,7 @@ def test_holiday_list_escapes_the_control_characters_of_older_rows(hub: ApiHub) 
         assert "\x1b" not in shown and "\x9b" not in shown
         assert "\\x1b[2JNew\\x9b" in shown
     finally:
-        with hub.engine.begin() as conn:
+        with write_transaction(hub.engine) as conn:
             conn.execute(s.holiday.delete())
 
 

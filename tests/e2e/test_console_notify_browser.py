@@ -18,6 +18,7 @@ from sqlalchemy import select
 from alarmhub.core.response import Contact, Phone, PhoneKind
 from alarmhub.store import contacts as contact_store
 from alarmhub.store import notification_sending, schema
+from alarmhub.store.engine import write_transaction
 from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
 from tests.support.console_station import Hub, provision_console, served
@@ -81,7 +82,7 @@ def test_an_operator_messages_the_contacts_and_resends_a_failed_message(
     shot(page, "notify-sent")
 
     # a message fails for good: the Messages button counts it; Tab, Enter resends it
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         N = schema.notification.c
         to_alice = conn.execute(
             select(N.notification_id).where(N.recipient == "alice@example.com")

@@ -24,7 +24,7 @@ from alarmhub.core.response import Contact, Phone, PhoneKind
 from alarmhub.store import contacts as contact_store
 from alarmhub.store import lanes, notification_sending, operators, provisioning, schema
 from alarmhub.store import notifications as store
-from alarmhub.store.engine import open_engine
+from alarmhub.store.engine import open_engine, write_transaction
 from tests.support.console_client import PASSWORD, SUCCESS, Console
 from tests.support.console_station import refused
 from tests.support.database import database_url
@@ -101,7 +101,7 @@ def test_failed_messages_are_listed_and_resent(hub: NodeHub) -> None:
     assert start.status_code == 200, start.text
     assert (start.json()["messages"], start.json()["failed"]) == ([], 0)
     now = now_us()
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         bob = conn.execute(select(C.contact_id).where(C.name == "Bob Baker")).scalar_one()
         told = store.Told(rules.TROUBLE, HOME, "AC POWER LOSS", now)
         recipient = (bob, frozenset({rules.TROUBLE}), [(rules.SMS, "+15550102")])

@@ -21,7 +21,7 @@ from alarmhub.core import units
 from alarmhub.core.alarm_types import AUTOMATION_OUTPUT_FAILURE
 from alarmhub.core.outputs import RETENTION_HOURS_DEFAULT, OutputReport, OutputSettings
 from alarmhub.store import operators, outputs
-from alarmhub.store.engine import open_engine
+from alarmhub.store.engine import open_engine, write_transaction
 from tests.support.console_client import PASSWORD, SUCCESS, Console
 from tests.support.console_station import refused
 from tests.support.database import database_url
@@ -54,7 +54,7 @@ def test_an_operator_reads_the_outputs(hub: NodeHub) -> None:
     assert (empty.json()["outputs"], empty.json()["failed"]) == ([], 0)
 
     now = now_us()
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         auto = outputs.add(conn, settings("auto", ("127.0.0.1:9", "127.0.0.1:10"), ()), now)
         fwd = outputs.add(conn, settings("fwd", ("127.0.0.1:11",), ("77",)), now)
         for output_id in (auto, fwd):  # another node's, for an hour: never sent from here

@@ -22,6 +22,7 @@ from alarmhub.clock import now_us
 from alarmhub.core import units
 from alarmhub.core.outputs import RETENTION_HOURS_DEFAULT, OutputReport, OutputSettings
 from alarmhub.store import outputs, receivers
+from alarmhub.store.engine import write_transaction
 from alarmhub.store.receivers import LinkReport, LinkSettings
 from tests.support.browser import shot, sign_in_not_receiving, watch_problems
 from tests.support.console_client import PASSWORD
@@ -43,7 +44,7 @@ AGO_US = {"SG-MAIN": 3_000_000, "MX-B": 420_000_000}
 def report(hub: Hub) -> None:
     """What the holding nodes last reported: SG-MAIN up 3 s ago, MX-B failed 7 minutes ago."""
     now = now_us()
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         receivers.report(
             conn, [replace(r, last_seen_us=now - AGO_US[r.name]) for r in REPORTS], now
         )
@@ -60,7 +61,7 @@ def links(hub: Hub) -> None:
                      framing="8N1", heartbeat_timeout_s=HOUR_S),
         LinkSettings("D65-NORTH", "d6500", "connect", "127.0.0.1:9", heartbeat_timeout_s=HOUR_S),
     )  # fmt: skip
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         for link in settings:
             receivers.add_link(conn, link, now)
         for line in (1, 2, 3):
@@ -92,7 +93,7 @@ def automation_outputs(hub: Hub) -> None:
                               9600 if serial else None, "8N1" if serial else None, accounts,
                               1, 1, 1, 4.0, 30)  # fmt: skip
 
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         auto = outputs.add(conn, output("AUTO-MAIN", "connect",
                                         ("10.0.5.20:1025", "10.0.5.21:1025")), now)  # fmt: skip
         fwd = outputs.add(conn, output("FWD-77", "connect", ("192.0.2.7:3061",), ("77",)), now)

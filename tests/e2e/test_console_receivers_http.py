@@ -16,7 +16,7 @@ import pytest
 
 from alarmhub.clock import now_us
 from alarmhub.store import operators, receivers
-from alarmhub.store.engine import open_engine
+from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.store.receivers import LinkSettings
 from tests.support.console_client import PASSWORD, SUCCESS, Console
 from tests.support.console_station import refused
@@ -44,7 +44,7 @@ def test_an_operator_reads_the_links(hub: NodeHub) -> None:
     assert {k: empty.json()[k] for k in SUCCESS} == SUCCESS
     assert (empty.json()["links"], empty.json()["failed"]) == ([], 0)
 
-    with hub.engine.begin() as conn:
+    with write_transaction(hub.engine) as conn:
         receivers.add_link(conn, LINK, now_us())
         receivers.add_line(conn, LINK.name, 1, 1, "C1", now_us())
     body = console.get("/receivers").json()
