@@ -15,7 +15,7 @@ import pytest
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.settings import load
-from alarmhub.store import framing
+from alarmhub.store import framing, writer_process
 from alarmhub.store.commit import Stored, to_wire
 from alarmhub.store.engine import open_engine
 from alarmhub.store.writer import SignalWriter, WriterHandle, writer_config
@@ -133,6 +133,9 @@ def test_a_lone_signal_is_committed_without_waiting_once_a_wait_brought_nothing(
     """Under load the writer waits a moment for more signals before it commits; when such a
     wait brought nothing (a lone sender that waits for each answer), a lone signal is
     committed at once, and the writer waits again once signals come together."""
+    # "under load": a commit ended within GATHER_AFTER_SECONDS; on a loaded machine more than
+    # those few milliseconds may pass between the test's commit and the writer's look
+    monkeypatch.setattr(writer_process, "GATHER_AFTER_SECONDS", 3600.0)
     ours, theirs, loop = _writer_loop(tmp_path)
     waits: list[float | None] = []
     receive = loop._receive
