@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 
 from alarmhub import files
 from alarmhub.store.prepared import driver_execute
@@ -24,6 +26,9 @@ a page of the history index by account at a place of its own, and SQLite's defau
 it in the middle of transactions that changed them again before their commit
 (bench/README.md: the page writes and reads were a quarter of the writer's time)."""
 BEGIN_WRITE = "BEGIN IMMEDIATE"
+WRITER_SPIN_FIRST_SECONDS = 0.0002
+WRITER_SPIN_MAX_SECONDS = 0.002
+"""The writer process's waits for the write lock another process holds (``configure``)."""
 
 
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -66,7 +71,8 @@ def configure(engine: Engine, synchronous: bool = True, writer: bool = False) ->
     writers queue on the busy timeout instead of failing to upgrade a read lock; reads take none.
     ``synchronous=False`` gives ``synchronous=NORMAL``: in WAL mode a commit is then written but
     not fsynced, and becomes durable with the next fsynced commit of any connection.
-    ``writer``: the writer process's connection, with a larger page cache
+    ``writer``: the writer process's connection, which waits for the write lock on its own
+    (:func:`_begin_writing`), with a larger page cache
     (:data:`WRITER_CACHE_MIB`) and its statement journals in memory: a statement of many rows
     (the multi-row INSERTs of signals and history) keeps the pages it changes in a journal of
     its own until it ends, written to a temporary file beyond 64 KiB; those writes took a tenth
@@ -80,7 +86,8 @@ def configure(engine: Engine, synchronous: bool = True, writer: bool = False) ->
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={level}")
-        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        # the writer waits for the write lock itself (_begin_writing): no busy handler
+        cursor.execute(f"PRAGMA busy_timeout={0 if writer else BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA wal_autocheckpoint=0")
         if writer:
@@ -94,7 +101,38 @@ def configure(engine: Engine, synchronous: bool = True, writer: bool = False) ->
         # the statement cost most of a small transaction's fixed cost, and the writer process
         # runs a few transactions a frame when frames come one at a time
         write = connection.get_execution_options().get(WRITE_OPTION)
-        driver_execute(connection, BEGIN_WRITE if write else "BEGIN", ()).close()
+        if write and writer:
+            _begin_writing(connection)
+        else:
+            driver_execute(connection, BEGIN_WRITE if write else "BEGIN", ()).close()
+
+
+def _begin_writing(connection: Connection) -> None:
+    """``BEGIN IMMEDIATE`` for the writer process, retried every WRITER_SPIN_FIRST_SECONDS (then
+    twice as long, up to WRITER_SPIN_MAX_SECONDS) while another process holds the write lock,
+    for BUSY_TIMEOUT_MS at most.
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between its tries: a signal
+    whose commit found the lock held by another process's short transaction (the delivery
+    process recording what it sent) waited for the next of those steps, tens of milliseconds,
+    long after the lock was free."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = WRITER_SPIN_FIRST_SECONDS
+    while True:
+        try:
+            driver_execute(connection, BEGIN_WRITE, ()).close()
+            return
+        except OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, WRITER_SPIN_MAX_SECONDS)
+
+
+def _busy(exc: OperationalError) -> bool:
+    """Whether the driver said the database is locked by another connection (SQLITE_BUSY)."""
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return code == sqlite3.SQLITE_BUSY or "database is locked" in str(exc.orig)
 
 
 def set_synchronous(conn: Connection, synchronous: bool) -> None:
