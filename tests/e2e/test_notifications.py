@@ -7,7 +7,10 @@ queued (its gateway down) sends each once after its restart; two nodes on Postgr
 once; a storm of one account reaches its subscriber as a few messages and digests, every event
 accounted for, never more than the rate in any minute.
 
-Every check polls with a generous deadline; no test asserts how long anything took.
+Every check polls with a generous deadline; no test asserts how long anything took. The
+station's data (accounts, contacts, gateways) is set up through the command in this process
+(``cli``), beside the running node as a user's command would be: what is tested here is the
+node's delivery, not the command line's process.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from tests.support.processes import (
     Server,
     Station,
     as_list,
+    cli,
     cli_json,
-    cli_process,
     free_port,
     provision,
     wait_for,
@@ -49,7 +52,7 @@ FROM = "alarms@station.example.com"
 
 
 def run(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    cli_process(data_dir, *args, env=env)
+    cli(data_dir, *args, env=env)
 
 
 def set_gateways(data_dir: Path, smtp_port: int, sms: SmsGateway | None = None) -> None:
