@@ -1,9 +1,13 @@
-"""``alarmhub test`` as a user runs it (real CLI processes) beside a real node (decisions §9): an
-account put on test receives a burglary over the signaling interface (history only, nothing
-pends) and its restoral; ``test list --json`` shows the test, ``test report --json`` both
-signals, restored; ``test stop`` ends it; refusals are one ``error:`` line. And the automatic
-return: a one-minute test returns by itself, raising TEST END NOT RESTORED for the zone it left
-open (the one test here that waits about a minute).
+"""``alarmhub test`` beside a real node (decisions §9): an account put on test receives a
+burglary over the signaling interface (history only, nothing pends) and its restoral; ``test
+list --json`` shows the test, ``test report --json`` both signals, restored; ``test stop`` ends
+it; refusals are one ``error:`` line. And the automatic return: a one-minute test returns by
+itself, raising TEST END NOT RESTORED for the zone it left open (the one test here that waits
+about a minute).
+
+The commands run in this process (``cli``: the same click command, its own connection beside the
+node's); one refusal, ``test stop`` of an account not on test, runs as a user runs it (a real
+``python -m alarmhub`` process: its exit code and its one line on stderr).
 
 Routing and supervision run in the node's writer process, so every check polls with a generous
 deadline; no test asserts how long anything took.
@@ -25,7 +29,7 @@ from alarmhub.store import queries
 from alarmhub.store import schema as s
 from alarmhub.store.engine import open_engine
 from tests.support.database import database_url
-from tests.support.processes import Station, as_dict, as_list, cli_process, wait_for
+from tests.support.processes import Station, as_dict, as_list, cli, cli_process, wait_for
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -46,14 +50,14 @@ def engine(station: Station) -> Iterator[Engine]:
         ("account", "add", RETURNING, "--name", "Beta Books"),
         ("zone", "set", RETURNING, "004", "--description", "Back door"),
     ):
-        cli_process(station.data_dir, *args)
+        cli(station.data_dir, *args)
     engine = open_engine(database_url(station.data_dir))
     yield engine
     engine.dispose()
 
 
 def run_json(station: Station, *args: str) -> Any:
-    return json.loads(cli_process(station.data_dir, *args, "--json").stdout)
+    return json.loads(cli(station.data_dir, *args, "--json").stdout)
 
 
 def post(station: Station, account: str, code: str, zone: str) -> None:
@@ -133,7 +137,7 @@ def test_start_signal_list_report_and_stop(station: Station, engine: Engine) -> 
     ],
 )
 def test_refusals(station: Station, engine: Engine, args: tuple[str, ...], says: str) -> None:
-    result = cli_process(station.data_dir, "test", *args, check=False)
+    result = cli(station.data_dir, "test", *args, check=False)
     assert result.returncode == 1, result.stdout
     assert says in result.stderr
     assert "Traceback" not in result.stderr
@@ -150,7 +154,7 @@ def test_refusals(station: Station, engine: Engine, args: tuple[str, ...], says:
     ],
 )
 def test_usage_refusals(station: Station, engine: Engine, args: tuple[str, ...], says: str) -> None:
-    result = cli_process(station.data_dir, "test", *args, check=False)
+    result = cli(station.data_dir, "test", *args, check=False)
     assert result.returncode == 2, result.stdout
     assert says in result.stderr
     assert "Traceback" not in result.stderr
