@@ -2,6 +2,10 @@
 (passwords only from the environment, never in ``notify status``, its output or any file of the
 station in clear), the templates (checked, shown, reset), contacts' subscriptions (checked
 addresses; ``contact list --json`` shows them) and ``notify log``.
+
+The commands run in this process (``cli``), except the two that are handed a password: those run
+as a user runs them (a real ``python -m alarmhub`` process with the password in its environment),
+so that nothing the process prints, the interpreter's own output included, shows it.
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ def test_gateways_take_their_secrets_from_the_environment_only(
         env={"ALARMHUB_SMS_USER": "acct", "ALARMHUB_SMS_PASSWORD": SMS_SECRET},
     )  # fmt: skip
     assert SMS_SECRET not in done.stdout + done.stderr
-    human = cli_process(tmp_path, "notify", "status").stdout
+    human = cli(tmp_path, "notify", "status").stdout
     shown = as_list(cli_json(tmp_path, "notify", "status"))
     for secret in (SMTP_SECRET, SMS_SECRET):
         assert secret not in human and secret not in json.dumps(shown)
