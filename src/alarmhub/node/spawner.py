@@ -172,21 +172,52 @@ def popen(
     """Start ``python -m module ARGS`` as a child of this process, handed ``pass_fds`` (at the
     same numbers), stdin on /dev/null, with ``env`` (this process's environment when None):
     forked by the spawner when there is one, else by ``subprocess``."""
-    global _spawner
     spawner = _spawner
     if spawner is not None:
         try:
             return spawner.spawn(module, args, pass_fds, os.environ if env is None else env)
         except SpawnerGone as exc:
-            _spawner = None
-            spawner.close(kill=True)
-            _say_fallback(str(exc))
+            _gone(spawner, exc)
+    return _subprocess(module, args, pass_fds, env)
+
+
+async def start_child(
+    module: str,
+    args: Sequence[str],
+    pass_fds: Sequence[int] = (),
+    env: Mapping[str, str] | None = None,
+) -> ChildProcess:
+    """:func:`popen` from an event loop: the spawner is asked from a thread (its two forks of a
+    process the node's size take milliseconds), ``subprocess`` runs in the loop's own thread
+    (the kernel kills a child that asked for PR_SET_PDEATHSIG when its parent *thread* ends)."""
+    spawner = _spawner
+    if spawner is not None:
+        try:
+            environment = os.environ if env is None else env
+            return await asyncio.to_thread(spawner.spawn, module, args, pass_fds, environment)
+        except SpawnerGone as exc:
+            _gone(spawner, exc)
+    return _subprocess(module, args, pass_fds, env)
+
+
+def _subprocess(
+    module: str, args: Sequence[str], pass_fds: Sequence[int], env: Mapping[str, str] | None
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", module, *args],
         pass_fds=list(pass_fds),
         stdin=subprocess.DEVNULL,
         env=env,
     )
+
+
+def _gone(spawner: Spawner, exc: SpawnerGone) -> None:
+    """``spawner`` broke: ended, and children started by ``subprocess`` from now on."""
+    global _spawner
+    if _spawner is spawner:
+        _spawner = None
+    spawner.close(kill=True)
+    _say_fallback(str(exc))
 
 
 def _say_fallback(reason: str) -> None:
@@ -234,7 +265,7 @@ def start(preload: Sequence[str] = ()) -> bool:
         _say_fallback(reason)
         return False
     assert _spawner is not None
-    log.debug("spawner started", extra={"pid": _spawner.pid})
+    log.info("spawner started", extra={"pid": _spawner.pid})
     return True
 
 
@@ -430,4 +461,14 @@ def _run_main(name: str, args: list[str]) -> int:
     return 0
 
 
-__all__ = ["Child", "ChildProcess", "Spawner", "SpawnerGone", "popen", "running", "start", "stop"]
+__all__ = [
+    "Child",
+    "ChildProcess",
+    "Spawner",
+    "SpawnerGone",
+    "popen",
+    "running",
+    "start",
+    "start_child",
+    "stop",
+]

@@ -93,7 +93,7 @@ async def _spawn(
     and our end of the pair."""
     ours, theirs = socket.socketpair()
     try:
-        process = spawner.popen(
+        process = await spawner.start_child(
             module, [str(theirs.fileno()), *args], [*(fds or []), theirs.fileno()], env
         )
     finally:
@@ -155,8 +155,9 @@ class _Worker:
     async def start(self) -> None:
         if self._sock is not None:
             self._sock.close()
-        # started from this thread, the event loop's: the kernel kills a child whose parent
-        # *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool
+        # started by subprocess from this thread, the event loop's: the kernel kills a child
+        # whose parent *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool (a
+        # child the spawner forks has the node's first thread for parent)
         self.process, ours = await _spawn(
             "alarmhub.node.worker_process",
             self._config,

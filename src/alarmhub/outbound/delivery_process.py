@@ -108,7 +108,7 @@ class DeliveryProcess:
     async def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            process = spawner.popen(
+            process = await spawner.start_child(
                 "alarmhub.outbound.delivery_process",
                 [str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
