@@ -144,7 +144,10 @@ class Spawner:
                 raise SpawnerGone(f"the spawner did not answer: {exc!r}") from None
         if not reply:
             raise SpawnerGone("the spawner ended")
-        answer: dict[str, Any] = json.loads(reply)
+        try:
+            answer: dict[str, Any] = json.loads(reply)
+        except ValueError:
+            raise SpawnerGone(f"the spawner answered {reply!r}") from None
         if "error" in answer:
             raise OSError(f"the spawner could not start {module}: {answer['error']}")
         return Child(int(answer["pid"]))
@@ -361,10 +364,11 @@ def _fork_child(sock: socket.socket, request: dict[str, Any], fds: list[int], no
         code = 1
         try:
             os.close(read_end)
+            between = os.getpid()
             child = os.fork()
             if child == 0:
                 os.close(write_end)
-                _child(sock, request, fds, node)
+                _child(sock, request, fds, node, between)
             os.write(write_end, str(child).encode())
             code = 0
         finally:
@@ -382,12 +386,15 @@ def _fork_child(sock: socket.socket, request: dict[str, Any], fds: list[int], no
     return int(answer)
 
 
-def _child(sock: socket.socket, request: dict[str, Any], fds: list[int], node: int) -> NoReturn:
-    """The child: once the node's, run the module's ``main()``; never returns."""
+def _child(
+    sock: socket.socket, request: dict[str, Any], fds: list[int], node: int, between: int
+) -> NoReturn:
+    """The child of go-between ``between``: once the node's, run the module's ``main()``; never
+    returns."""
     code = 1
     try:
         sock.close()
-        _await_adoption(node, os.getppid())
+        _await_adoption(node, between)
         _place(fds, request["fds"])
         _reset_signals()
         env = request["env"]
