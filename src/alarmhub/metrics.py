@@ -17,6 +17,8 @@ from typing import ClassVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as _multiprocess
+from prometheus_client import values as _values
+from prometheus_client.metrics import MetricWrapperBase
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 TALLY_SECONDS = 1.0
@@ -65,6 +67,23 @@ def exposition() -> bytes:
     registry = CollectorRegistry()
     _multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     return generate_latest(registry)
+
+
+def follow_environment() -> None:
+    """Take multiprocess mode in a process forked from one that imported this module without
+    MULTIPROCESS_DIR (a worker the node's spawner forked): every metric's values, its labelled
+    children's included, start again in this process's own file of that directory."""
+    if not os.environ.get(MULTIPROCESS_DIR) or _values.ValueClass is not _values.MutexValue:
+        return
+    _values.ValueClass = _values.MultiProcessValue()  # type: ignore[no-untyped-call]
+    for metric in list(globals().values()):
+        if not isinstance(metric, MetricWrapperBase):
+            continue
+        if metric._is_parent():  # type: ignore[no-untyped-call]
+            for child in list(metric._metrics.values()):
+                child._metric_init()  # type: ignore[no-untyped-call]
+        else:
+            metric._metric_init()  # type: ignore[no-untyped-call]
 
 
 def process_ended(pid: int, directory: str) -> None:

@@ -8,8 +8,9 @@ included), so no node ever leaves a stale lock behind; the file itself stays, an
 is read only while another process holds the lock.
 
 Only the node's own process holds it: the lock belongs to the open file description, which
-Python opens non-inheritable, and the node's workers, writer and delivery process are started by
-``subprocess`` with the descriptors they are handed alone, so none of them shares it and none
+Python opens non-inheritable, and the node's workers, writer and delivery process are forked by
+its spawner, which puts every descriptor it inherited on /dev/null first (or started by
+``subprocess``), with the descriptors they are handed alone, so none of them shares it and none
 frees it when it exits. On PostgreSQL several nodes share the database (each may share the data
 directory, for ``secret.key``): no lock is taken.
 """

@@ -20,12 +20,14 @@ from starlette.types import ASGIApp
 
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.gc_tuning import quiet_garbage_collector
-from alarmhub.node import listener_limits
+from alarmhub.node import listener_limits, spawner
 from alarmhub.node.app import Part, Runtime, WorkerRole, build_app, common_routes
 from alarmhub.settings import Settings
 
 log = logging.getLogger("alarmhub.node.server")
 METRICS_PATH = "/metrics"
+CHILD_MODULES = ("alarmhub.store.writer_process", "alarmhub.outbound.delivery_process")
+WORKER_MODULE = "alarmhub.node.worker_process"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,14 +227,17 @@ def serve(
     metrics_listen: tuple[str, int] | None = None,
 ) -> None:
     """Run the node until it is told to stop: on uvloop in this process, or as the parent of
-    ``settings.workers`` worker processes."""
-    if settings.workers > 1:
-        from alarmhub.node import workers
+    ``settings.workers`` worker processes. Its child processes are forked by its spawner,
+    started here before anything else runs."""
+    if settings.workers > 1 and extra_routes is not None:
+        raise ValueError("extra routes are served by a node of one process (workers=1)")
+    children = [*CHILD_MODULES, *([WORKER_MODULE] if settings.workers > 1 else [])]
+    with spawner.running(children):
+        if settings.workers > 1:
+            from alarmhub.node import workers
 
-        if extra_routes is not None:
-            raise ValueError("extra routes are served by a node of one process (workers=1)")
-        workers.serve(settings, bind_all(listeners, dc09_listen, metrics_listen), on_ready)
-        return
-    import uvloop
+            workers.serve(settings, bind_all(listeners, dc09_listen, metrics_listen), on_ready)
+            return
+        import uvloop
 
-    uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen, metrics_listen))
+        uvloop.run(run(settings, listeners, on_ready, extra_routes, dc09_listen, metrics_listen))

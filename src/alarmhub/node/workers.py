@@ -26,8 +26,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,7 @@ from typing import Any
 
 from alarmhub import files, metrics
 from alarmhub import settings as settings_module
-from alarmhub.node import app
+from alarmhub.node import app, spawner
 from alarmhub.node.server import Bound
 from alarmhub.node.worker_process import READY
 from alarmhub.outbound.delivery_process import DeliveryProcess
@@ -65,7 +63,7 @@ def _fds(bound: Bound) -> list[int]:
     return [s.fileno() for s in bound.http] + [s.fileno() for pair in bound.dc09 for s in pair]
 
 
-async def _exited(process: subprocess.Popen[bytes] | None) -> int | None:
+async def _exited(process: spawner.ChildProcess | None) -> int | None:
     """Wait until ``process`` has ended (None: at once); its exit code."""
     while process is not None and process.poll() is None:
         await asyncio.sleep(WATCH_SECONDS)
@@ -89,17 +87,14 @@ async def _spawn(
     *args: str,
     fds: list[int] | None = None,
     env: dict[str, str] | None = None,
-) -> tuple[subprocess.Popen[bytes], socket.socket]:
+) -> tuple[spawner.ChildProcess, socket.socket]:
     """Start ``python -m module FD *args`` on its end of a new socket pair (with ``fds`` passed
     too) and send it ``config`` as its first frame (never on the command line); the process
     and our end of the pair."""
     ours, theirs = socket.socketpair()
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", module, str(theirs.fileno()), *args],
-            pass_fds=[*(fds or []), theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=env,
+        process = await spawner.start_child(
+            module, [str(theirs.fileno()), *args], [*(fds or []), theirs.fileno()], env
         )
     finally:
         theirs.close()
@@ -116,7 +111,7 @@ class _Writer:
         # a node of its own database always leads supervision; on a shared one, as the worker
         # that holds the lead tells the writer
         self._config = {**writer_config(settings, leader=alone), "listen": address}
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
 
     async def start(self) -> None:
@@ -154,14 +149,15 @@ class _Worker:
         self._config = {**config, "index": index}
         self._fds = fds
         self._env = env
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
 
     async def start(self) -> None:
         if self._sock is not None:
             self._sock.close()
-        # started from this thread, the event loop's: the kernel kills a child whose parent
-        # *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool
+        # started by subprocess from this thread, the event loop's: the kernel kills a child
+        # whose parent *thread* ends (PR_SET_PDEATHSIG), so never from a thread of a pool (a
+        # child the spawner forks has the node's first thread for parent)
         self.process, ours = await _spawn(
             "alarmhub.node.worker_process",
             self._config,

@@ -22,7 +22,6 @@ import logging
 import os
 import signal
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub import files, logs, metrics, secret_key
 from alarmhub.core import notifications
+from alarmhub.node import spawner
 from alarmhub.outbound.delivery import DeliveryWorker
 from alarmhub.outbound.notify import NotifyWorker
 from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
@@ -90,7 +90,7 @@ class DeliveryProcess:
         self._env = None
         if metrics_dir is not None:
             self._env = {**os.environ, metrics.MULTIPROCESS_DIR: str(metrics_dir)}
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
         self._watch: asyncio.Task[None] | None = None
 
@@ -113,10 +113,10 @@ class DeliveryProcess:
     async def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "alarmhub.outbound.delivery_process", str(theirs.fileno())],
+            process = await spawner.start_child(
+                "alarmhub.outbound.delivery_process",
+                [str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
                 env=self._env,
             )
         finally:

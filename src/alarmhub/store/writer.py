@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import subprocess
-import sys
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +36,7 @@ from alarmhub import metrics
 from alarmhub.core.dc09 import TOKEN_NAME as DC09_TOKEN_NAME
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
+from alarmhub.node import spawner
 from alarmhub.settings import Settings
 from alarmhub.store import framing, operations
 from alarmhub.store.commit import Stored, to_wire
@@ -52,7 +51,8 @@ Waiters = list[asyncio.Future[Stored]]
 
 
 class WriterHandle(Protocol):
-    """A started writer, as the node watches it: a process (``subprocess.Popen``) or a thread."""
+    """A started writer, as the node watches it: a process (``subprocess.Popen`` or a child the
+    node's spawner forked) or a thread."""
 
     @property
     def pid(self) -> int: ...
@@ -68,14 +68,12 @@ StartWriter = Callable[[socket.socket], WriterHandle]
 """Starts a writer on its end of the socket pair, which it takes over."""
 
 
-def start_process(sock: socket.socket) -> subprocess.Popen[bytes]:
+def start_process(sock: socket.socket) -> spawner.ChildProcess:
     """The writer as a process of its own, ``python -m alarmhub.store.writer_process``, on
-    ``sock`` (passed to it, then closed here)."""
+    ``sock`` (passed to it, then closed here); forked by the node's spawner when it has one."""
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "alarmhub.store.writer_process", str(sock.fileno())],
-            pass_fds=[sock.fileno()],
-            stdin=subprocess.DEVNULL,
+        return spawner.popen(
+            "alarmhub.store.writer_process", [str(sock.fileno())], pass_fds=[sock.fileno()]
         )
     finally:
         sock.close()
