@@ -26,6 +26,9 @@ from alarmhub import metrics
 from alarmhub.node import spawner
 
 scenario, held_path, metrics_dir = sys.argv[1:]
+# a node started from a terminal: a suite started in the background (SIGINT ignored, which a new
+# interpreter keeps) would otherwise hand its children SIGINT ignored by subprocess
+signal.signal(signal.SIGINT, signal.default_int_handler)
 held = open(held_path, "w")  # a file of the node's: no child may hold it
 results = {"node": os.getpid(), "started": spawner.start(["tests.support.spawned"])}
 if scenario == "spawner killed":
