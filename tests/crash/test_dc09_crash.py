@@ -27,7 +27,7 @@ pytestmark = pytest.mark.long
 
 SENDERS = 8
 KILL_AFTER_ACKS = 1500
-LOAD_SECONDS = 3.0
+LOAD_SECONDS = 10.0  # at most, before the kill: a loaded machine acked fewer than 100 in 3 s
 ANSWER_SECONDS = 2.0
 
 
