@@ -41,9 +41,13 @@ unit: $(VENV)/.installed-test
 
 # the whole suite in one run on $(JOBS) workers: unit, e2e and the browser on SQLite; store and
 # crash tests on SQLite and on PostgreSQL (tests/conftest.py); PostgreSQL-only tests on it
-# (the modules compiled once first: the workers' first processes then do not all compile them)
-test: lint
+# (the modules compiled once first: the workers' first processes then do not all compile them;
+# the test modules collected once beside the checks, so that pytest's assertion rewriting, about
+# 20 CPU-seconds, is done once and kept rather than by every worker at once)
+test: $(VENV)/.installed-test
 	$(BIN)/python -m compileall -q src tests
+	@$(BIN)/pytest -q --collect-only -p no:cacheprovider > /dev/null & collecting=$$!; \
+	$(MAKE) --no-print-directory lint; checked=$$?; wait $$collecting; exit $$checked
 	$(BIN)/pytest -q -n $(JOBS)
 
 # line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
