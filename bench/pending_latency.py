@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import mix
+from alarmhub.node import spawner
 
 TARGET_RATE = 1000
 TARGET_P99_MS = 100.0
@@ -428,12 +429,45 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid``: its children (the node's writer, delivery process, workers,
+    spawner) and theirs."""
+    found, queue = [], [pid]
+    while queue:
+        try:
+            tasks = list(Path(f"/proc/{queue.pop()}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            queue += children
+    return found
+
+
 def node_cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a node and its children (writer, webhook process) so far."""
-    pids = [pid]
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        pids += [int(p) for p in (task / "children").read_text().split()]
-    return sum(cpu_seconds(p) for p in pids)
+    """User plus system CPU time of a node and its descendants (writer, delivery process,
+    workers, spawner) so far."""
+    return sum(cpu_seconds(p) for p in [pid, *descendants(pid)])
+
+
+def child_running(node_pid: int, module: str) -> int | None:
+    """The node's child process that runs ``module``: forked by its spawner (named as
+    ``alarmhub.node.spawner.process_name`` says) or started by subprocess (``-m module``)."""
+    name = spawner.process_name(module)
+    for pid in descendants(node_pid):
+        try:
+            proc = Path(f"/proc/{pid}")
+            if proc.joinpath("comm").read_text().strip() == name or (
+                module.encode() in proc.joinpath("cmdline").read_bytes()
+            ):
+                return pid
+        except OSError:
+            continue
+    return None
 
 
 def writer_cpu_seconds(pid: int) -> float:
@@ -455,16 +489,7 @@ def machine_busy_seconds() -> tuple[float, float]:
 
 def writer_pid(node_pid: int) -> int | None:
     """The node's writer child process."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == node_pid:
-                cmdline = (stat.parent / "cmdline").read_bytes()
-                if b"writer_process" in cmdline:
-                    return int(stat.parent.name)
-        except (OSError, ValueError):
-            continue
-    return None
+    return child_running(node_pid, "alarmhub.store.writer_process")
 
 
 def sleep_until(moment: float) -> None:

@@ -29,6 +29,7 @@ from alarmhub.store.receivers import LinkSettings
 from pending_latency import (
     alarmhub,
     commit_metrics,
+    descendants,
     free_port,
     node_cpu_seconds,
     percentile,
@@ -108,13 +109,10 @@ def frames(link: int, count: int) -> list[bytes]:
 
 def rss_kib(pid: int) -> int:
     """The resident memory of ``pid`` and its descendants (workers, writer process)."""
-    total, queue = 0, [pid]
-    while queue:
-        current = queue.pop()
+    total = 0
+    for current in [pid, *descendants(pid)]:
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            for task in Path(f"/proc/{current}/task").iterdir():
-                queue += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
         for line in status.splitlines():

@@ -43,6 +43,7 @@ from pending_latency import (
     ALLOW_PRIVATE,
     Share,
     alarmhub,
+    child_running,
     cpu_seconds,
     free_port,
     header,
@@ -145,11 +146,7 @@ def publish_backlog(db: Path, account: str, count: int) -> None:
 
 
 def delivery_process_pid(node_pid: int) -> int | None:
-    for task in Path(f"/proc/{node_pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            if b"alarmhub.outbound.delivery_process" in Path(f"/proc/{child}/cmdline").read_bytes():
-                return int(child)
-    return None
+    return child_running(node_pid, "alarmhub.outbound.delivery_process")
 
 
 def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:

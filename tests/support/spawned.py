@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 
 from alarmhub import metrics
 
@@ -35,6 +36,7 @@ def main() -> None:
         "sigint": repr(signal.getsignal(signal.SIGINT)),
         "sigterm": repr(signal.getsignal(signal.SIGTERM)),
         "mark": os.environ.get("SPAWNED_MARK"),
+        "comm": Path("/proc/self/comm").read_text().strip(),
     }
     sock.sendall(json.dumps(report).encode())
     while sock.recv(4096):

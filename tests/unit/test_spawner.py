@@ -105,6 +105,9 @@ def test_a_child_forked_by_the_spawner_is_the_nodes_and_its_exit_is_seen(tmp_pat
     assert results["started"] is True
     assert results["kind"] == "Child"
     assert_started_well(results, tmp_path)
+    # named for ps and top: the module's last name
+    assert results["report"]["comm"] == spawner.process_name("tests.support.spawned")
+    assert spawner.process_name("alarmhub.store.writer_process") == "ah-writer"
     # its metrics in multiprocess mode, in its own file, as a worker started by subprocess
     assert (tmp_path / "metrics" / f"counter_{results['pid']}.db").exists()
 

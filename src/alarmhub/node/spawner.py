@@ -15,9 +15,12 @@ takes a new interpreter's signal dispositions, runs the module's ``main()`` with
 At its start the spawner replaces every descriptor it inherited but the standard streams (the
 node lock among them) with /dev/null, so that neither it nor a child holds what is the node's; it
 ignores SIGINT and SIGTERM (the node handles them) and exits when the node's end of the pair
-closes, however the node ended. Where there is no spawner (threads or an event loop ran already,
-not Linux, or it died), :func:`popen` starts the child with ``subprocess`` as before (said once
-in the log); so does a node embedded in another program, which never starts one.
+closes, however the node ended. The spawner and each child name themselves (``/proc/PID/comm``,
+what ``ps`` and ``top`` show): ``alarmhub-spawner``, and ``ah-`` and the module's last name
+without ``_process`` (``ah-writer``, ``ah-delivery``, ``ah-worker``). Where there is no spawner
+(threads or an event loop ran already, not Linux, or it died), :func:`popen` starts the child
+with ``subprocess`` as before (said once in the log); so does a node embedded in another
+program, which never starts one.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from alarmhub import metrics
 
 log = logging.getLogger("alarmhub.node.spawner")
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NAME = 15
 MAX_REQUEST_BYTES = 1 << 20
 MAX_FDS = 64
 REPLY_SECONDS = 30.0
@@ -242,11 +246,27 @@ def _unusable() -> str | None:
     return None
 
 
+def _prctl(option: int, value: int | bytes) -> int:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    result: int = libc.prctl(option, value, 0, 0, 0)
+    return result
+
+
 def _subreaper(on: bool) -> None:
     """Make this process the parent of its orphaned descendants (or no longer)."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+    if _prctl(PR_SET_CHILD_SUBREAPER, int(on)) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def process_name(module: str) -> str:
+    """The name a child running ``module`` gives itself (``ps``, ``top``): at most 15 bytes."""
+    return ("ah-" + module.rsplit(".", 1)[-1].removesuffix("_process"))[:15]
+
+
+def _name_self(name: str) -> None:
+    """Name this process (``/proc/self/comm``); a system that cannot is left as it is."""
+    with contextlib.suppress(OSError, AttributeError):
+        _prctl(PR_SET_NAME, name.encode()[:15])
 
 
 def start(preload: Sequence[str] = ()) -> bool:
@@ -318,6 +338,7 @@ def _serve(sock: socket.socket, node: int) -> None:
     """The spawner's loop: a child forked for each request, until the node's end closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _name_self("alarmhub-spawner")
     _release_inherited(keep={0, 1, 2, sock.fileno()})
     gc.freeze()  # the node's objects, never collected here: their pages stay shared
     while True:
@@ -394,6 +415,7 @@ def _child(
     code = 1
     try:
         sock.close()
+        _name_self(process_name(request["module"]))
         _await_adoption(node, between)
         _place(fds, request["fds"])
         _reset_signals()
@@ -474,6 +496,7 @@ __all__ = [
     "Spawner",
     "SpawnerGone",
     "popen",
+    "process_name",
     "running",
     "start",
     "start_child",
