@@ -12,6 +12,7 @@ contacts each subscribe to alarms by e-mail ("storm"), in turns with rounds of 1
 - the signal path's request latency (p50/p99) in the storm rounds against the quiet ones.
 
     .venv/bin/python bench/notifications.py [--rounds 3] [--alarms 1000] [--accounts 100]
+        [--no-gateway]
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from pathlib import Path
 from pending_latency import (
     DNIS,
     alarmhub,
+    child_running,
+    cpu_seconds,
     free_port,
     node_cpu_seconds,
     percentile,
@@ -37,6 +40,7 @@ from pending_latency import (
     provision,
     start_node,
     stop_node,
+    writer_pid,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support below
@@ -140,6 +144,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="storm rounds (as many quiet)")
     parser.add_argument("--alarms", type=int, default=1_000, help="alarms a round")
     parser.add_argument("--accounts", type=int, default=100, help="accounts a round")
+    parser.add_argument(
+        "--no-gateway", action="store_true",
+        help="set no SMTP gateway: the messages are queued in the routing transaction and wait,"
+        " none is sent (the storm's cost on the signal path without the sending's)",
+    )  # fmt: skip
     args = parser.parse_args()
     groups = 2 * args.rounds
     with tempfile.TemporaryDirectory(prefix="alarmhub-bench-notify-") as tmp:
@@ -151,8 +160,9 @@ def main() -> None:
         write_contacts(contacts, [panel for panels in storms for panel in panels])
         alarmhub(data_dir, "contact", "import", str(contacts), "--json")
         smtp = SmtpServer(Path(tmp) / "smtp", free_port()).start()
-        alarmhub(data_dir, "notify", "smtp", "--url", f"smtp://127.0.0.1:{smtp.port}",
-                 "--from", "alarms@station.example")  # fmt: skip
+        if not args.no_gateway:
+            alarmhub(data_dir, "notify", "smtp", "--url", f"smtp://127.0.0.1:{smtp.port}",
+                     "--from", "alarms@station.example")  # fmt: skip
         port = free_port()
         node = start_node(data_dir, port, RUNAWAY_OFF, Path(tmp) / "node.log",
                           env={"ALARMHUB_LOG_LEVEL": "warning"})  # fmt: skip
@@ -170,13 +180,17 @@ def run(
     requests: dict[str, list[float]] = {"storm": [], "quiet": []}
     rates, counts = [], []
     cpu0 = node_cpu_seconds(node_pid)
+    parts: dict[str, dict[str, float]] = {"storm": defaultdict(float), "quiet": defaultdict(float)}
     for group in range(2 * args.rounds):
         state = "quiet" if group % 2 else "storm"
         first_panel = 1 + group * args.accounts
         before = len(list(smtp.directory.glob("*.json")))
         started = time.time()
+        at_start = process_cpu(node_pid, smtp)
         requests[state] += storm(port, token, first_panel, args.accounts, args.alarms)
-        if state == "quiet":
+        for name, seconds in process_cpu(node_pid, smtp).items():
+            parts[state][name] += seconds - at_start.get(name, 0.0)
+        if state == "quiet" or args.no_gateway:
             continue
         recipients = args.accounts * CONTACTS
         deadline = time.monotonic() + 300
@@ -189,6 +203,13 @@ def run(
         rates.append(len(files) / (last - started))
         counts.append((len(files), recipients))
     cpu = node_cpu_seconds(node_pid) - cpu0
+    if args.no_gateway:
+        queued = sum(1 for n in log(data_dir) if n["state"] == "queued")
+        print(f"no gateway: {queued:,} messages queued, none sent")
+        print_latencies(requests)
+        print_cpu(parts, requests)
+        print(f"  node CPU {cpu:.1f} s in all")
+        return
     notes = sorted((n for n in log(data_dir) if n["kind"] != "digest"), key=lambda n: int(n["id"]))  # type: ignore[call-overload]
     sent = [n for n in notes if n["state"] == "sent"]
     delays = sorted(carried(sent, arrivals(smtp)))
@@ -201,12 +222,39 @@ def run(
           f" carried to the server {len(delays):,}")  # fmt: skip
     print(f"  commit to acceptance: p50 {statistics.median(delays):.2f} s,"
           f" p99 {percentile(delays, 0.99):.2f} s, max {delays[-1]:.2f} s")  # fmt: skip
+    print_latencies(requests)
+    print_cpu(parts, requests)
+    print(f"  node CPU {cpu:.1f} s in all")
+
+
+def process_cpu(node_pid: int, smtp: SmtpServer) -> dict[str, float]:
+    """CPU seconds so far of the node and its workers, its writer, its delivery process and the
+    SMTP server (the latter two: 0 until they run)."""
+    writer = writer_pid(node_pid)
+    delivery = child_running(node_pid, "alarmhub.outbound.delivery_process")
+    found = {
+        "writer": cpu_seconds(writer) if writer else 0.0,
+        "delivery": cpu_seconds(delivery) if delivery else 0.0,
+        "smtp server": cpu_seconds(smtp.pid) if smtp.pid else 0.0,
+    }
+    found["node"] = node_cpu_seconds(node_pid) - found["writer"] - found["delivery"]
+    return found
+
+
+def print_cpu(parts: dict[str, dict[str, float]], requests: dict[str, list[float]]) -> None:
+    """Each process's CPU while the signals of each kind of round were sent, a signal."""
+    for state, cpu in parts.items():
+        count = max(1, len(requests[state]))
+        shares = ", ".join(f"{name} {seconds / count * 1e6:,.0f}" for name, seconds in cpu.items())
+        print(f"  CPU a signal while sending, {state:>5} rounds (µs): {shares}")
+
+
+def print_latencies(requests: dict[str, list[float]]) -> None:
     for state, values in requests.items():
         values.sort()
         print(f"  signal path, {state:>5} rounds: {len(values):,} requests, p50"
               f" {statistics.median(values) * 1000:.1f} ms, p99"
               f" {percentile(values, 0.99) * 1000:.1f} ms")  # fmt: skip
-    print(f"  node CPU {cpu:.1f} s in all")
 
 
 if __name__ == "__main__":

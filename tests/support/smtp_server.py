@@ -115,6 +115,11 @@ class SmtpServer:
         assert line == READY, f"the SMTP server did not start: {line!r}"
         return self
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's (None: not running)."""
+        return None if self._process is None else self._process.pid
+
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.send_signal(signal.SIGTERM)
