@@ -49,12 +49,13 @@ def publish_rows(
     insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
     hooks: Sequence[webhooks.Subscribed] | None = None,
     notify: frozenset[str] | None = None,
+    queueing: notifications.Queueing | None = None,
 ) -> None:
     """Put events made by :func:`row` in the outbox, in this order (written by
     ``insert_rows``, such as a prepared bulk insert, if given), with their deliveries to the
     webhooks that want them and the messages to the contacts subscribed to them (``hooks`` and
     ``notify``, the kinds anyone subscribes to, when the caller has them at hand: routing's
-    cache)."""
+    cache; ``queueing``: its subscribed contacts and bulk insert, ``notifications.Queueing``)."""
     if not rows:
         return
     if hooks is None:
@@ -79,7 +80,7 @@ def publish_rows(
             select(EVENT.event_id).where(EVENT.event_id > before).order_by(EVENT.event_id)
         ).scalars()
         told = ((event_id, *r) for event_id, r in zip(ids, rows, strict=True))
-        notifications.queue_events(conn, notify, told)
+        notifications.queue_events(conn, notify, told, queueing)
 
 
 class Event(NamedTuple):

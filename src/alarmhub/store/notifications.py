@@ -10,11 +10,13 @@ station's templates.
 Nothing is read when no contact subscribes to anything: publishers pass the kinds subscribed to
 from routing's cache (:class:`~alarmhub.store.provisioning_cache.ProvisioningCache`, reloaded
 when the response data changes), or :func:`subscribed_kinds` reads them in one small query.
+Routing, the writer's hot path, also passes its :class:`Queueing`: the subscribed contacts of
+the accounts it met (kept in its cache until the response data changes) and its bulk insert.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
 
@@ -66,10 +68,30 @@ class Told(NamedTuple):
     incident_number: int | None = None
 
 
+Recipient = tuple[int, frozenset[str], list[tuple[str, str]]]
+"""A subscribed contact: its id, its kinds, and its channels each with where it goes."""
+
+COLUMNS = ("contact_id", "account_number", "kind", "channel", "recipient", "subject", "body",
+           "html", "hist_text", "zone", "area", "at_us", "event_id", "incident_number", "state",
+           "attempts", "due_us", "queued_us")  # fmt: skip
+"""The columns a message is queued with, in the table's order (a bulk insert's rows)."""
+_LANE = tuple(COLUMNS.index(c) for c in ("contact_id", "channel", "due_us"))
+
+
+class Queueing(NamedTuple):
+    """What a publisher that queues often keeps between transactions: each account's
+    subscribed contacts as read (``known``; the caller empties it when the response data
+    changes), and a bulk insert of rows in :data:`COLUMNS` order (``insert_rows``)."""
+
+    known: MutableMapping[str, list[Recipient]]
+    insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object]
+
+
 def queue_events(
     conn: Connection,
     kinds: frozenset[str],
     published: Iterable[tuple[int, str, str, str, int]],
+    via: Queueing | None = None,
 ) -> None:
     """Queue the messages of events just published, (event id, kind, account, body, time), to
     the contacts subscribed to their kinds (``kinds``: those anyone subscribes to)."""
@@ -97,13 +119,14 @@ def queue_events(
             ):
                 n = alarms[int(alarm_id)]
                 told[n] = told[n]._replace(zone=zone or "", area=area or "")
-    queue(conn, told)
+    queue(conn, told, via)
 
 
 def queue_signals(
     conn: Connection,
     kinds: frozenset[str],
     history: Iterable[tuple[str, int, int, str, str, str, str, str]],
+    via: Queueing | None = None,
 ) -> None:
     """Queue the messages of signals just routed to history, (account, incident number, time,
     code, area, zone, HIST_TEXT, path): the openings and closings (``kinds``: those anyone
@@ -115,18 +138,26 @@ def queue_signals(
         for account, incident, at_us, code, area, zone, text, path in history
         if account and rules.signal_kind(code, path) == rules.OPENCLOSE
     ]
-    queue(conn, told)
+    queue(conn, told, via)
 
 
-def queue(conn: Connection, told: Sequence[Told]) -> None:
+def queue(conn: Connection, told: Sequence[Told], via: Queueing | None = None) -> None:
     """Queue a message to every contact of each account subscribed to its kind, by each channel
     it chose, due at once; and feed their lanes (rendered when sent, its time in the account's
     zone, else in the station's)."""
     if not told:
         return
-    recipients = _recipients(conn, sorted({t.account for t in told}))
+    accounts = sorted({t.account for t in told})
+    recipients: Mapping[str, Sequence[Recipient]]
+    if via is None:
+        recipients = _recipients(conn, accounts)
+    else:
+        if unknown := [a for a in accounts if a not in via.known]:
+            read = _recipients(conn, unknown)
+            via.known.update((a, read.get(a, [])) for a in unknown)
+        recipients = via.known
     if recipients:
-        send(conn, told, recipients)
+        send(conn, told, recipients, insert_rows=via.insert_rows if via else None)
 
 
 def send(
@@ -134,35 +165,33 @@ def send(
     told: Sequence[Told],
     recipients: Mapping[str, Sequence[Recipient]],
     now_us: int | None = None,
+    insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object] | None = None,
 ) -> int:
     """Queue the messages of ``told`` to the ``recipients`` of each account (those whose kinds
     hold the message's), each by its channels, due at once; feed their lanes. Each is written
     unrendered, with what it is rendered from when it is taken (:mod:`alarmhub.store.
     notification_rendering`): nothing else is read here. Queued ``now_us`` when given (an
-    operator's message about an older alarm), else when told of. How many were queued."""
-    rows: list[dict[str, Any]] = []
+    operator's message about an older alarm), else when told of; written by ``insert_rows``
+    (rows in :data:`COLUMNS` order) when given. How many were queued."""
+    rows: list[tuple[Any, ...]] = []
     for t in told:
         at_us = t.at_us if now_us is None else now_us
         for contact_id, notify, channels in recipients.get(t.account, ()):
             if t.kind not in notify:
                 continue
             for channel, to in channels:
-                rows.append({
-                    "contact_id": contact_id, "account_number": t.account, "kind": t.kind,
-                    "channel": channel, "recipient": to, "subject": "", "body": "", "html": "",
-                    "hist_text": t.text, "zone": t.zone, "area": t.area, "at_us": t.at_us,
-                    "event_id": t.event_id, "incident_number": t.incident_number,
-                    "state": rules.QUEUED, "attempts": 0, "due_us": at_us, "queued_us": at_us,
-                })  # fmt: skip
+                rows.append((contact_id, t.account, t.kind, channel, to, "", "", "", t.text,
+                             t.zone, t.area, t.at_us, t.event_id, t.incident_number,
+                             rules.QUEUED, 0, at_us, at_us))  # fmt: skip
     if not rows:
         return 0
-    conn.execute(insert(schema.notification), rows)
-    lanes.feed(conn, rules.LANES, ((r["contact_id"], r["channel"], r["due_us"]) for r in rows))
+    if insert_rows is not None:
+        insert_rows(conn, rows)
+    else:
+        named = [dict(zip(COLUMNS, r, strict=True)) for r in rows]
+        conn.execute(insert(schema.notification), named)
+    lanes.feed(conn, rules.LANES, (tuple(r[i] for i in _LANE) for r in rows))
     return len(rows)
-
-
-Recipient = tuple[int, frozenset[str], list[tuple[str, str]]]
-"""A subscribed contact: its id, its kinds, and its channels each with where it goes."""
 
 
 def _recipients(conn: Connection, accounts: Sequence[str]) -> dict[str, list[Recipient]]:

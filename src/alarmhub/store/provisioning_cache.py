@@ -36,7 +36,8 @@ _REVISIONS = Prepared(
 class AccountMemory:
     """What routing learnt of accounts in earlier batches, so that a batch looks up only the
     accounts it has not met: which exist (until the provisioning revision changes), their zone
-    descriptions and user names (until the response data's revision changes), and
+    descriptions, user names and contacts subscribed to notifications (until the response data's
+    revision changes), and
     each account's open FAIL TO TEST alarm, which only routing and supervision change; and each
     line's UNKNOWN ACCOUNT alarm, checked by its key to be still open before it is joined. Where
     another process may change that alarm (the nodes of a shared database), the router forgets
@@ -52,6 +53,8 @@ class AccountMemory:
         self.test_alarms: dict[str, int | None] = {}  # a known account's FAIL TO TEST alarm
         self.descriptions: Descriptions = {}
         self.described: set[str] = set()  # the accounts whose descriptions are here
+        # each account's contacts subscribed to notifications (response data, as descriptions)
+        self.recipients: dict[str, list[notifications.Recipient]] = {}
         # each line's UNKNOWN ACCOUNT alarm met last, checked to be open before it is joined
         self.unknown_alarms: dict[tuple[str, str], int] = {}
 
@@ -63,12 +66,12 @@ class AccountMemory:
         self.test_alarms = {}
 
     def forget_descriptions(self) -> None:
-        self.descriptions, self.described = {}, set()
+        self.descriptions, self.described, self.recipients = {}, set(), {}
 
     def bound(self) -> None:
         if len(self.known) + len(self.unknown) > self.MAX_ENTRIES:
             self.forget_accounts()
-        if len(self.described) > self.MAX_ENTRIES:
+        if max(len(self.described), len(self.recipients)) > self.MAX_ENTRIES:
             self.forget_descriptions()
         if len(self.unknown_alarms) > self.MAX_ENTRIES:
             self.unknown_alarms = {}

@@ -163,6 +163,7 @@ class Inserts:
         self.alarm = RowInsert(engine, schema.alarm, ALARM_COLUMNS)
         self.history = RowInsert(engine, schema.history, HISTORY_COLUMNS)
         self.event = RowInsert(engine, schema.event, outbox.COLUMNS)
+        self.notification = RowInsert(engine, schema.notification, notifications.COLUMNS)
 
 
 class SqlRepository:
@@ -397,6 +398,10 @@ class SqlRepository:
 
         schedules.record(self._conn, account_number, area, user, opening, at_us, incident)
 
+    def _queueing(self) -> notifications.Queueing:
+        """The subscribed contacts met so far and the bulk insert, for the messages queued."""
+        return notifications.Queueing(self._memory.recipients, self._inserts.notification.execute)
+
     def flush(self) -> list[Arriving]:
         """Write what this transaction buffered; the pending alarms it raised, for ``hand_out``
         (those on the storm list are nobody's to hand out)."""
@@ -421,7 +426,7 @@ class SqlRepository:
         if self._events:
             outbox.publish_rows(
                 self._conn, self._events, self._inserts.event.execute, self._cache.webhooks,
-                self._cache.notify,
+                self._cache.notify, self._queueing(),
             )  # fmt: skip
             self._events = []
         if self._queue_changed:
@@ -431,7 +436,7 @@ class SqlRepository:
             self._inserts.history.execute(self._conn, self._history)
             if self._cache.notify:  # openings and closings
                 told = map(_NOTIFYING_FIELDS, self._history)
-                notifications.queue_signals(self._conn, self._cache.notify, told)
+                notifications.queue_signals(self._conn, self._cache.notify, told, self._queueing())
             self._history = []
         if self._tested:
             tested = [{"tested": a, "at_us": at} for a, at in sorted(self._tested.items())]
