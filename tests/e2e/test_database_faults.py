@@ -24,7 +24,7 @@ from alarmhub.store import queries
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.provisioning import bump_revision
 from tests.support import pg_cluster
-from tests.support.cluster_node import cluster_node, signal_body, stored_keys
+from tests.support.cluster_node import Senders, cluster_node, signal_body, stored_keys
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import wait_for
 
@@ -34,6 +34,8 @@ pytestmark = [
     pytest.mark.skipif(pg_cluster.binaries() is None, reason="no PostgreSQL server binaries"),
 ]
 COMMIT_TIMEOUT_S = 2.0
+SENDERS = 2
+REFUSED = 40  # the senders' signals refused before the standby is started again
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +50,8 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
     settings = {"store_commit_timeout": str(COMMIT_TIMEOUT_S)}
     with (
         cluster_node(cluster, tmp_path, **settings) as (node, token),
-        httpx.Client(
-            base_url=node.url,
-            timeout=60,  # far beyond the commit timeout: a hang is seen as one
-        ) as client,
+        httpx.Client(base_url=node.url, timeout=60) as client,  # a hang is seen as one
+        Senders(node, token, SENDERS) as senders,  # load beside the checked requests
     ):
         acknowledged: set[str] = set()
         answers: list[tuple[int, str, float]] = []
@@ -63,10 +63,8 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
                 json=signal_body(n),
                 headers={"Authorization": f"Bearer {token}", "Idempotency-Key": key},
             )
-            answers.append(
-                (answer.status_code, answer.json()["error_code"] if answer.status_code != 200
-                 else "", time.monotonic() - started)
-            )  # fmt: skip
+            code = answer.json()["error_code"] if answer.status_code != 200 else ""
+            answers.append((answer.status_code, code, time.monotonic() - started))
             if answer.status_code == 200:
                 acknowledged.add(key)
             return answer.status_code
@@ -87,19 +85,25 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         assert health.status_code == 503
         assert health.json()["message"] == "database not committing"
 
+        wait_for(lambda: senders.refused() >= REFUSED, "the senders refused meanwhile", 60)
         cluster.start_standby()
         back_at = time.monotonic()
         wait_for(lambda: client.get("/healthz").status_code == 200, "healthy again", 60)
         healthy_s = time.monotonic() - back_at
         wait_for(lambda: post(f"after-{len(answers)}", len(answers)) == 200, "200 again", 60)
-        print(
-            f"standby down {back_at - stopped_at:.1f} s; /healthz 200 {healthy_s:.2f} s after "
-            f"it was synchronous again; {len(answers)} answers"
-        )
-
-        missing = acknowledged - stored_keys(cluster)
-        print(f"acknowledged {len(acknowledged)}, missing {len(missing)}")
-        assert not missing
+        first = wait_for(lambda: senders.first_ack_after(back_at), "the senders' 200 again", 60)
+        senders.stop.set()
+    codes = [(status, code) for _, status, code in senders.answers if status != 200]
+    acknowledged |= senders.acknowledged
+    missing = acknowledged - stored_keys(cluster)
+    print(
+        f"standby down {back_at - stopped_at:.1f} s; /healthz 200 within {healthy_s:.2f} s and "
+        f"the senders' first 200 {first - back_at:.2f} s after it was synchronous again; "
+        f"acknowledged {len(acknowledged)}, missing {len(missing)}; senders' answers not 200: "
+        f"{len(codes)} {sorted(set(codes), key=str)}"
+    )
+    assert not missing
+    assert {code for status, code in codes if status is not None} <= {"STORE-1"}
 
 
 @pytest.mark.parametrize("comma", [False, True], ids=["query-form", "comma-form"])

@@ -81,6 +81,11 @@ class Senders:
             times = [t for t, status, _ in self.answers if status == 200 and t > moment]
         return min(times, default=None)
 
+    def refused(self) -> int:
+        """How many signals were answered 503 so far."""
+        with self._lock:
+            return sum(1 for _, status, _ in self.answers if status == 503)
+
     def _send(self, number: int) -> None:
         with httpx.Client(base_url=self.node.url, timeout=60) as client:
             i = 0
