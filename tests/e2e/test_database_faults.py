@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from my_dc09_spt.msg.dc05_msg import dc05_msg
 
 from alarmhub.console.feed import LiveFeed
 from alarmhub.store import queries
@@ -25,8 +26,9 @@ from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.provisioning import bump_revision
 from tests.support import pg_cluster
 from tests.support.cluster_node import Senders, cluster_node, signal_body, stored_keys
+from tests.support.dc09_panel import Panel, kind, spt
 from tests.support.pg_cluster import PgCluster
-from tests.support.processes import wait_for
+from tests.support.processes import free_port, wait_for
 
 pytestmark = [
     pytest.mark.faults,
@@ -48,8 +50,14 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
     cluster: PgCluster, tmp_path: Path
 ) -> None:
     settings = {"store_commit_timeout": str(COMMIT_TIMEOUT_S)}
+    panel = Panel(free_port())
+
+    def dc09_event(sequence: int) -> bytes:
+        event = dc05_msg.dc05event("1234", {"code": "602"})
+        return bytes(spt().dc09block(sequence, "ADM-CID", event).encode())
+
     with (
-        cluster_node(cluster, tmp_path, **settings) as (node, token),
+        cluster_node(cluster, tmp_path, panel.port, **settings) as (node, token),
         httpx.Client(base_url=node.url, timeout=60) as client,  # a hang is seen as one
         Senders(node, token, SENDERS) as senders,  # load beside the checked requests
     ):
@@ -72,6 +80,7 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         for n in range(5):
             assert post(f"before-{n}", n) == 200
         assert client.get("/healthz").status_code == 200
+        assert kind(panel.udp(dc09_event(1))) == "ACK"
 
         cluster.stop_standby()
         stopped_at = time.monotonic()
@@ -79,11 +88,14 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         for n in range(6):
             post(f"during-{n}", n)
         health = client.get("/healthz")
+        # a DC-09 frame is not acknowledged (no answer: the panel sends it again)
+        unanswered = panel.udp(dc09_event(2), timeout=COMMIT_TIMEOUT_S + 3)
         refused = answers[during:]
         print(f"\nstandby gone: answers (status, code, seconds): {refused}")
         assert {(status, code) for status, code, _ in refused} == {(503, "STORE-1")}
         assert health.status_code == 503
         assert health.json()["message"] == "database not committing"
+        assert unanswered is None, f"a DC-09 frame answered while nothing commits: {unanswered!r}"
 
         wait_for(lambda: senders.refused() >= REFUSED, "the senders refused meanwhile", 60)
         cluster.start_standby()
@@ -92,6 +104,7 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         healthy_s = time.monotonic() - back_at
         wait_for(lambda: post(f"after-{len(answers)}", len(answers)) == 200, "200 again", 60)
         first = wait_for(lambda: senders.first_ack_after(back_at), "the senders' 200 again", 60)
+        assert kind(panel.udp(dc09_event(3))) == "ACK"
         senders.stop.set()
     codes = [(status, code) for _, status, code in senders.answers if status != 200]
     acknowledged |= senders.acknowledged

@@ -28,15 +28,21 @@ def provision(data_dir: Path, env: dict[str, str]) -> str:
 
 @contextmanager
 def cluster_node(
-    cluster: PgCluster, data_dir: Path, **settings: str
+    cluster: PgCluster, data_dir: Path, dc09_port: int | None = None, **settings: str
 ) -> Iterator[tuple[Server, str]]:
     """A provisioned node on the cluster's multi-host URL (``settings``: more ``ALARMHUB_*``
-    variables, by setting name); the node and its token. Stopped afterwards (killed if it does
-    not stop)."""
+    variables, by setting name; ``dc09_port``: a DC-09 listener, receiver 0 line 0 on DNIS
+    1234); the node and its token. Stopped afterwards (killed if it does not stop)."""
     env = {"ALARMHUB_DATABASE_URL": cluster.url()}
     env.update({f"ALARMHUB_{name.upper()}": value for name, value in settings.items()})
     token = provision(data_dir, env)
-    node = Server(data_dir, env=env).start()
+    extra: tuple[str, ...] = ()
+    if dc09_port is not None:
+        cli(data_dir, "dnis", "add", "1234", "--mask", "70####", env=env)
+        cli(data_dir, "dc09", "line", "add", "--receiver", "0", "--line", "0", "--dnis", "1234",
+            env=env)  # fmt: skip
+        extra = ("--dc09-listen", f"127.0.0.1:{dc09_port}")
+    node = Server(data_dir, extra_args=extra, env=env).start()
     try:
         yield node, token
     finally:
