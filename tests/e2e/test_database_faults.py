@@ -57,7 +57,8 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         return bytes(spt().dc09block(sequence, "ADM-CID", event).encode())
 
     with (
-        cluster_node(cluster, tmp_path, panel.port, **settings) as (node, token),
+        # two workers: the one a check reaches may have no request of its own waiting
+        cluster_node(cluster, tmp_path, panel.port, workers=2, **settings) as (node, token),
         httpx.Client(base_url=node.url, timeout=60) as client,  # a hang is seen as one
         Senders(node, token, SENDERS) as senders,  # load beside the checked requests
     ):
@@ -87,7 +88,7 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         during = len(answers)
         for n in range(6):
             post(f"during-{n}", n)
-        health = client.get("/healthz")
+        health = wait_for(lambda: unhealthy(client), "/healthz 503 while nothing commits", 60)
         # a DC-09 frame is not acknowledged (no answer: the panel sends it again)
         unanswered = panel.udp(dc09_event(2), timeout=COMMIT_TIMEOUT_S + 3)
         refused = answers[during:]
@@ -117,6 +118,12 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
     )
     assert not missing
     assert {code for status, code in codes if status is not None} <= {"STORE-1"}
+
+
+def unhealthy(client: httpx.Client) -> httpx.Response | None:
+    """``/healthz``'s answer when it is 503, else None."""
+    answer = client.get("/healthz")
+    return answer if answer.status_code == 503 else None
 
 
 @pytest.mark.parametrize("comma", [False, True], ids=["query-form", "comma-form"])

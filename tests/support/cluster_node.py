@@ -28,20 +28,25 @@ def provision(data_dir: Path, env: dict[str, str]) -> str:
 
 @contextmanager
 def cluster_node(
-    cluster: PgCluster, data_dir: Path, dc09_port: int | None = None, **settings: str
+    cluster: PgCluster,
+    data_dir: Path,
+    dc09_port: int | None = None,
+    workers: int | None = None,
+    **settings: str,
 ) -> Iterator[tuple[Server, str]]:
     """A provisioned node on the cluster's multi-host URL (``settings``: more ``ALARMHUB_*``
     variables, by setting name; ``dc09_port``: a DC-09 listener, receiver 0 line 0 on DNIS
-    1234); the node and its token. Stopped afterwards (killed if it does not stop)."""
+    1234; ``workers``: its worker processes, else the suite's); the node and its token.
+    Stopped afterwards (killed if it does not stop)."""
     env = {"ALARMHUB_DATABASE_URL": cluster.url()}
     env.update({f"ALARMHUB_{name.upper()}": value for name, value in settings.items()})
     token = provision(data_dir, env)
-    extra: tuple[str, ...] = ()
+    extra: tuple[str, ...] = () if workers is None else ("--workers", str(workers))
     if dc09_port is not None:
         cli(data_dir, "dnis", "add", "1234", "--mask", "70####", env=env)
         cli(data_dir, "dc09", "line", "add", "--receiver", "0", "--line", "0", "--dnis", "1234",
             env=env)  # fmt: skip
-        extra = ("--dc09-listen", f"127.0.0.1:{dc09_port}")
+        extra += ("--dc09-listen", f"127.0.0.1:{dc09_port}")
     node = Server(data_dir, extra_args=extra, env=env).start()
     try:
         yield node, token

@@ -239,6 +239,7 @@ async def checkpoints(engine: Engine, writer: Checkpointing) -> None:
 def common_routes(runtime: Runtime) -> list[BaseRoute]:
     async def healthz(_: Request) -> Response:
         writer = runtime.writer
+        writer.probe()  # another worker's commit may be the one stuck
         if not writer.committing:  # decisions §14: the load balancer's check
             reason = "database not committing"
         elif not await asyncio.to_thread(runtime.database_reachable):

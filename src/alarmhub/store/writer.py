@@ -194,6 +194,16 @@ class SignalWriter:
         outstanding longer than ``store_commit_timeout`` (decisions §14)."""
         return self._overdue() is None and not self._run_overdue()
 
+    def probe(self) -> None:
+        """Send the writer a frame without signals when none of this process's is in flight:
+        it is answered after whatever commit the writer is in, so a commit stuck for another
+        worker's signals makes this worker's probe overdue too (:attr:`committing` False after
+        ``store_commit_timeout``, and new signals refused at once)."""
+        if self._transport is None or self._closing or self._in_flight or self._outbox:
+            return
+        self._in_flight.append(_Frame([], asyncio.get_running_loop().time()))
+        self._transport.write(framing.encode([]))
+
     def _overdue(self) -> float | None:
         """How long the oldest frame in flight has waited, when longer than the timeout."""
         if not self._in_flight:
@@ -337,7 +347,7 @@ class SignalWriter:
         for frame in frames:
             if frame.timer is not None:
                 frame.timer.cancel()
-            else:
+            elif frame.waiters:  # a probe has no timer and no requests
                 late = True
         if late:
             log.warning(
@@ -347,6 +357,10 @@ class SignalWriter:
                     "failed": any(map(_failed, message["stored"])),
                 },
             )
+        if not waiters:  # probes alone
+            if not self._in_flight:
+                self._drained.set()
+            return
         metrics.COMMIT_SECONDS.observe(message["seconds"])
         metrics.COMMIT_BATCH.observe(len(waiters))
         failed = False
