@@ -1,7 +1,8 @@
 """The PostgreSQL primary lost under load, its synchronous standby promoted (``pg_ctl promote``,
 what Patroni does), a node on the multi-host URL (``tests.support.pg_cluster``).
 
-Two faults: the primary SIGKILLed, and a switchover (the primary stopped cleanly). Shown: every
+Two faults: the primary SIGKILLed (the node on the URL's query form), and a switchover (the
+primary stopped cleanly; the node on libpq's comma form). Shown: every
 signal answered 200 is in the promoted server, none is routed twice, and the node acknowledges
 again after the promotion by itself. The seconds from the promotion to the first 200 are
 printed (docs/reliability.md). Selected with ``-m faults``; needs the PostgreSQL server
@@ -54,8 +55,9 @@ def cluster() -> Iterator[PgCluster]:
 def test_the_primary_lost_under_load_loses_nothing_acknowledged(
     cluster: PgCluster, tmp_path: Path, fault: str
 ) -> None:
+    comma = fault == "switchover"  # the URL's two forms, one each
     with (
-        cluster_node(cluster, tmp_path, store_commit_timeout="2") as (node, token),
+        cluster_node(cluster, tmp_path, comma=comma, store_commit_timeout="2") as (node, token),
         Senders(node, token, SENDERS) as senders,
     ):
         wait_for(lambda: len(senders.acknowledged) >= BEFORE, "load under way", 60)

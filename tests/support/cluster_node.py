@@ -32,13 +32,15 @@ def cluster_node(
     data_dir: Path,
     dc09_port: int | None = None,
     workers: int | None = None,
+    comma: bool = False,
     **settings: str,
 ) -> Iterator[tuple[Server, str]]:
     """A provisioned node on the cluster's multi-host URL (``settings``: more ``ALARMHUB_*``
     variables, by setting name; ``dc09_port``: a DC-09 listener, receiver 0 line 0 on DNIS
-    1234; ``workers``: its worker processes, else the suite's); the node and its token.
+    1234; ``workers``: its worker processes, else the suite's; ``comma``: the URL's comma
+    form); the node and its token.
     Stopped afterwards (killed if it does not stop)."""
-    env = {"ALARMHUB_DATABASE_URL": cluster.url()}
+    env = {"ALARMHUB_DATABASE_URL": cluster.url(comma=comma)}
     env.update({f"ALARMHUB_{name.upper()}": value for name, value in settings.items()})
     token = provision(data_dir, env)
     extra: tuple[str, ...] = () if workers is None else ("--workers", str(workers))
