@@ -19,10 +19,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from alarmhub.core.router import SIGNAL_PATHS
 from tests.support import pg_cluster
-from tests.support.cluster_node import Senders, cluster_node, reachable, stored_keys
-from tests.support.database import UNROUTED
+from tests.support.cluster_node import (
+    Senders,
+    cluster_node,
+    reachable,
+    routed_twice,
+    stored_keys,
+)
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import Server, wait_for
 
@@ -90,11 +94,4 @@ def test_the_primary_lost_under_load_loses_nothing_acknowledged(
     assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
     assert {code for status, code in refused if status is not None} <= {"STORE-1"}
 
-    with cluster.connect() as conn:
-        wait_for(lambda: conn.execute(UNROUTED).fetchone() == (0,), "every signal routed", 60)
-        twice = conn.execute(
-            "SELECT count(*) FROM (SELECT incident_number FROM history "
-            "WHERE pr_checksum = ANY(%s) GROUP BY incident_number HAVING count(*) > 1) t",
-            (list(SIGNAL_PATHS),),
-        ).fetchone()
-    assert twice == (0,), "a signal was routed more than once"
+    assert routed_twice(cluster) == 0, "a signal was routed more than once"

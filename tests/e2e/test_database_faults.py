@@ -25,7 +25,13 @@ from alarmhub.store import queries
 from alarmhub.store.engine import open_engine, upgrade, write_transaction
 from alarmhub.store.provisioning import bump_revision
 from tests.support import pg_cluster
-from tests.support.cluster_node import Senders, cluster_node, signal_body, stored_keys
+from tests.support.cluster_node import (
+    Senders,
+    cluster_node,
+    routed_twice,
+    signal_body,
+    stored_keys,
+)
 from tests.support.dc09_panel import Panel, kind, spt
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import free_port, wait_for
@@ -116,8 +122,11 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         f"acknowledged {len(acknowledged)}, missing {len(missing)}; senders' answers not 200: "
         f"{len(codes)} {sorted(set(codes), key=str)}"
     )
+    twice = routed_twice(cluster)
+    print(f"routed twice: {twice}")
     assert not missing
     assert {code for status, code in codes if status is not None} <= {"STORE-1"}
+    assert twice == 0, "a signal was routed more than once"
 
 
 def unhealthy(client: httpx.Client) -> httpx.Response | None:

@@ -14,8 +14,10 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from alarmhub.core.router import SIGNAL_PATHS
+from tests.support.database import UNROUTED
 from tests.support.pg_cluster import PgCluster
-from tests.support.processes import Server, cli
+from tests.support.processes import Server, cli, wait_for
 
 
 def provision(data_dir: Path, env: dict[str, str]) -> str:
@@ -133,6 +135,19 @@ def stored_keys(cluster: PgCluster) -> set[str]:
     with cluster.connect() as conn:
         rows = conn.execute("SELECT idempotency_key FROM idempotency").fetchall()
     return {str(row[0]) for row in rows}
+
+
+def routed_twice(cluster: PgCluster) -> int:
+    """How many signals were routed more than once, once every signal is routed (waited for)."""
+    with cluster.connect() as conn:
+        wait_for(lambda: conn.execute(UNROUTED).fetchone() == (0,), "every signal routed", 60)
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT incident_number FROM history "
+            "WHERE pr_checksum = ANY(%s) GROUP BY incident_number HAVING count(*) > 1) t",
+            (list(SIGNAL_PATHS),),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def reachable(cluster: PgCluster) -> bool:
