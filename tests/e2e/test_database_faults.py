@@ -5,9 +5,9 @@ Shown: with the standby gone while ``synchronous_standby_names`` waits for it, a
 node of two workers is answered ``503 STORE-1`` (never 200, never left hanging), a DC-09 frame
 is not acknowledged, and ``/healthz`` answers 503; once the standby is back, ``/healthz``
 answers 200, signals 200 and DC-09 frames ACK again, and the database holds every signal
-answered 200, each routed once. The console's LISTEN connection works on both forms of the multi-host URL.
-Figures of a run: docs/reliability.md. Selected with ``-m faults``; needs the PostgreSQL server
-binaries (skipped without them).
+answered 200, each routed once. The console's LISTEN connection works on both forms of the
+multi-host URL. Figures of a run: docs/reliability.md. Selected with ``-m faults``; needs the
+PostgreSQL server binaries (skipped without them).
 """
 
 from __future__ import annotations

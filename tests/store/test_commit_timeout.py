@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection
 
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
@@ -181,3 +182,63 @@ def test_a_commit_stuck_for_one_worker_makes_another_workers_probe_overdue(
     assert again, "the workers did not commit again"
     zones = [r["zone"] for r in db_rows(tmp_path, "SELECT zone FROM signal ORDER BY zone")]
     assert zones == ["001"]
+
+
+def test_another_write_held_up_fails_in_time_and_the_node_cannot_commit_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A write beside the signals (heartbeats, supervision, an operator's action) held up:
+    StoreUnavailable after ``store_commit_timeout`` rather than a wait for ever; the node
+    cannot commit until it completes, and a write queued behind it and not started by then
+    never runs."""
+    database_url(tmp_path)
+    settings = load(tmp_path, store_commit_timeout=TIMEOUT_S)
+    holding, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hold_the_lock() -> None:
+        engine = open_engine(settings.database)
+        try:
+            with write_transaction(engine) as conn:
+                lock_incidents(conn)
+                holding.set()
+                release.wait(60)
+        finally:
+            engine.dispose()
+
+    def held_up(conn: Connection) -> None:
+        lock_incidents(conn)  # waits for the holder
+        ran.append("held up")
+
+    def queued(conn: Connection) -> None:
+        ran.append("queued")
+
+    async def scenario() -> tuple[str, str, bool, bool]:
+        engine = open_engine(settings.database)
+        writer = SignalWriter(engine, settings, WriterThread.start)
+        await writer.start()
+        holder = threading.Thread(target=hold_the_lock, daemon=True)
+        try:
+            holder.start()
+            await asyncio.to_thread(holding.wait, 30)
+            with pytest.raises(StoreUnavailable) as first:
+                await writer.run(held_up)
+            with pytest.raises(StoreUnavailable) as second:
+                await writer.run(queued)  # behind the first, in the same thread
+            cannot = not writer.committing
+            release.set()
+            while not writer.committing:  # the held-up write completes
+                await asyncio.sleep(0.01)
+            return str(first.value), str(second.value), cannot, writer.committing
+        finally:
+            release.set()
+            await writer.stop()
+            engine.dispose()
+            holder.join(30)
+
+    first, second, cannot, again = asyncio.run(scenario())
+    assert "not completed within 0.5 s" in first
+    assert "not completed within 0.5 s" in second
+    assert cannot, "the node said it could commit while a write was held up"
+    assert again
+    assert ran == ["held up"], "the queued write ran after its caller was told it failed"
