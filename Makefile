@@ -15,7 +15,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
 JOBS ?= 6
 
-.PHONY: run test lint unit coverage fuzz bench clean
+.PHONY: run test lint unit coverage fuzz faults bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ coverage: $(VENV)/.installed-test
 # not part of `make test` (it takes about an hour on two cores): tests/fuzz/README.md
 fuzz: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
+
+# the database faults alone, with their figures (docs/reliability.md): a PostgreSQL primary and
+# a synchronous standby of their own (tests/support/pg_cluster.py); part of `make test` too
+faults: $(VENV)/.installed-test
+	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

@@ -112,7 +112,9 @@ COMMIT_SECONDS = Histogram(
     "Time of one group commit, fsync included",
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
-COMMIT_FAILURES = Counter("alarmhub_commit_failures", "Group commits that failed")
+COMMIT_FAILURES = Counter(
+    "alarmhub_commit_failures", "Group commits that failed or were not completed in time"
+)
 HEARTBEATS = Counter("alarmhub_heartbeats", "Heartbeats accepted")
 HEARTBEAT_REFUSED = Counter(
     "alarmhub_heartbeats_refused", "Heartbeats refused, by error code", ["error_code"]

@@ -36,6 +36,8 @@ class Settings:
     heartbeat_flush_seconds: float = 5.0
     idempotency_hours: int = 24
     max_batch: int = 2000
+    # a signal's commit not completed by then is answered STORE-1 (decisions §14)
+    store_commit_timeout: float = 10.0
     runaway_limit: int = DEFAULT_LIMIT
     runaway_minutes: int = DEFAULT_MINUTES
     test_grace_minutes: int = 60
@@ -132,6 +134,7 @@ _KINDS: dict[str, type] = {
     "heartbeat_flush_seconds": float,
     "idempotency_hours": int,
     "max_batch": int,
+    "store_commit_timeout": float,
     "runaway_limit": int,
     "runaway_minutes": int,
     "test_grace_minutes": int,
@@ -186,6 +189,7 @@ def load(data_dir: str | Path | None = None, **overrides: Any) -> Settings:
         raise SettingsError("heartbeat_timeout must be a positive number of seconds")
     for name in (
         "max_batch",
+        "store_commit_timeout",
         "runaway_limit",
         "runaway_minutes",
         "dc09_retry_seconds",

@@ -64,6 +64,12 @@ def _address(value: str | None) -> tuple[str, int] | None:
     help="Worker processes serving every listener, in front of one writer process "
     "[default: the number of cores, at most 8].",
 )
+@click.option(
+    "--store-commit-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a signal's commit may take before it is answered 503 STORE-1 (a DC-09 "
+    "frame: no answer; a receiver frame: NAK) [default: 10].",
+)
 def serve(
     listen: str,
     rx_listen: str | None,
@@ -75,13 +81,20 @@ def serve(
     dc09_listen: tuple[str, ...],
     metrics_listen: str | None,
     workers: int | None,
+    store_commit_timeout: float | None,
 ) -> None:
     """Run the node: signaling interface, query interface, health and metrics."""
     from alarmhub import demo, logs
     from alarmhub.node.server import Listener
     from alarmhub.node.server import serve as run_server
 
-    settings = load_settings(data_dir, log_level=log_level, log_format=log_format, workers=workers)
+    settings = load_settings(
+        data_dir,
+        log_level=log_level,
+        log_format=log_format,
+        workers=workers,
+        store_commit_timeout=store_commit_timeout,
+    )
     logs.configure(settings.log_level, settings.log_format)
     default = _address(listen)
     rx = _address(rx_listen) or default

@@ -22,6 +22,7 @@ from alarmhub.console import views
 from alarmhub.core.operations import AlarmState
 from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import on_test, queries, statistics, storm
+from alarmhub.store.engine import libpq_conninfo
 from alarmhub.store.provisioning import notify_channel
 
 log = logging.getLogger("alarmhub.console")
@@ -134,13 +135,11 @@ class LiveFeed:
         """Hold a connection that LISTENs for the queue revision's notification (PostgreSQL)."""
         import psycopg  # the PostgreSQL driver: a node on SQLite never loads it
 
-        url = self._engine.url.set(drivername="postgresql")
+        conninfo = libpq_conninfo(self._engine.url)  # a multi-host URL too (decisions §14)
         channel = notify_channel(queries.QUEUE)
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
-                    url.render_as_string(hide_password=False), autocommit=True
-                ) as conn:
+                async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {channel}")
                     self.listening = True
                     self._changed.set()  # whatever changed while nobody listened

@@ -158,7 +158,7 @@ class Runtime:
         await self.grants.start()
         await self.query_auth.start()
         await self.leadership.start()
-        await self.writer.run(self.heartbeats.load)
+        await self.writer.run(self.heartbeats.load, bounded=False)  # a read, once at the start
         await self.heartbeats.start()
         await self.live_feed.start()
         for deliveries in self.deliveries:
@@ -238,13 +238,16 @@ async def checkpoints(engine: Engine, writer: Checkpointing) -> None:
 
 def common_routes(runtime: Runtime) -> list[BaseRoute]:
     async def healthz(_: Request) -> Response:
-        ok = await asyncio.to_thread(runtime.database_reachable)
-        if ok and runtime.writer.available:
-            return JSONResponse({"status": "ok"})
-        if not ok:
+        writer = runtime.writer
+        writer.probe()  # another worker's commit may be the one stuck
+        if not writer.committing:  # decisions §14: the load balancer's check
+            reason = "database not committing"
+        elif not await asyncio.to_thread(runtime.database_reachable):
             reason = "database unreachable"
+        elif writer.available:
+            return JSONResponse({"status": "ok"})
         else:
-            reason = "shutting down" if runtime.writer.closing else "writer restarting"
+            reason = "shutting down" if writer.closing else "writer restarting"
         return JSONResponse({"status": "error", "message": reason}, status_code=503)
 
     async def metrics_text(_: Request) -> Response:

@@ -11,7 +11,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, create_engine, inspect, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from alarmhub.core.errors import StoreUnavailable
@@ -54,11 +54,47 @@ def open_engine(url: str, synchronous: bool = True, writer: bool = False) -> Eng
 
 
 def driver_url(url: str) -> str:
-    """``postgresql://`` means psycopg 3 (SQLAlchemy's own default is the older psycopg2)."""
+    """``postgresql://`` means psycopg 3 (SQLAlchemy's own default is the older psycopg2).
+
+    A multi-host URL may name its servers either way libpq reads: in the query
+    (``postgresql://u@/db?host=pg1:5432&host=pg2:5432``, the form SQLAlchemy reads) or in
+    the authority, comma-separated (``postgresql://u@pg1:5432,pg2:5432/db``), which is
+    rewritten into the query form here (SQLAlchemy would take ``5432,pg2:5432`` for a port)."""
     for plain in ("postgresql://", "postgres://"):
         if url.startswith(plain):
-            return "postgresql+psycopg://" + url[len(plain) :]
+            url = "postgresql+psycopg://" + url[len(plain) :]
+    if url.startswith("postgresql"):
+        return _hosts_in_query(url)
     return url
+
+
+def _hosts_in_query(url: str) -> str:
+    """``scheme://user@h1:p1,h2:p2/db?q`` as ``scheme://user@/db?host=h1:p1&host=h2:p2&q``."""
+    scheme, found, rest = url.partition("://")
+    if not found:
+        return url
+    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    user, at, hosts = authority.rpartition("@")
+    if "," not in hosts:
+        return url
+    path, _, query = tail.partition("?")
+    named = "&".join(f"host={host}" for host in hosts.split(",") if host)
+    return f"{scheme}://{user}{at}{path or '/'}?{named}{'&' + query if query else ''}"
+
+
+def libpq_conninfo(url: str | URL) -> str:
+    """The libpq connection string (``host=h1,h2 port=p1,p2 dbname=... ``) of a PostgreSQL URL,
+    for a connection the node opens with psycopg itself rather than through an engine (the
+    console's LISTEN): the parameters SQLAlchemy's psycopg dialect connects its engines with,
+    multi-host URLs and their ``target_session_attrs`` included, so that every connection
+    follows a failover alike. A password in it is quoted, never logged."""
+    from psycopg.conninfo import make_conninfo
+
+    parsed = make_url(driver_url(url)) if isinstance(url, str) else url
+    parsed = parsed.set(drivername="postgresql+psycopg")
+    _, params = parsed.get_dialect()().create_connect_args(parsed)
+    return make_conninfo(**{k: str(v) for k, v in params.items() if isinstance(v, str | int)})
 
 
 async def read_in_thread(engine: Engine, work: Callable[[Connection], T]) -> T:

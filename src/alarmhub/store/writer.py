@@ -7,6 +7,13 @@ that holds its row. While a commit runs, new signals queue for the next one, so 
 load and the cost of an fsync is shared. If the writer process dies, waiting requests fail
 (``STORE-1``, the caller retries) and a new one is started.
 
+A commit that has not completed within ``store_commit_timeout`` (a PostgreSQL primary waiting for
+a synchronous standby that is gone, a stalled disk) fails its requests with ``STORE-1`` at that
+time (decisions §14); its frame stays in flight, and when the commit completes after all its
+signals are kept (never rolled back). While such a commit is outstanding new signals are refused
+at once, and :attr:`SignalWriter.committing` is False (``/healthz`` answers 503) until the writer
+answers it. Other writes (:meth:`SignalWriter.run`) are bounded by the same time.
+
 How the writer is started is the one thing a node may choose (``start_writer``): by default
 :func:`start_process`, a process of its own; ``WriterThread.start`` of
 :mod:`alarmhub.store.writer_process` runs the same loop on the same socket and frames in a
@@ -48,6 +55,18 @@ CONNECT_RETRY_SECONDS = 0.1
 START_TIMEOUT_SECONDS = 30.0
 
 Waiters = list[asyncio.Future[Stored]]
+
+
+class _Frame:
+    """A frame sent to the writer, not answered yet: its requests, when it was sent, and the
+    timer that fails them once it is overdue."""
+
+    __slots__ = ("sent", "timer", "waiters")
+
+    def __init__(self, waiters: Waiters, sent: float) -> None:
+        self.waiters = waiters
+        self.sent = sent
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class WriterHandle(Protocol):
@@ -142,7 +161,10 @@ class SignalWriter:
         self._start_writer = start_writer
         self._address = address
         self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
-        self._in_flight: deque[Waiters] = deque()
+        self._in_flight: deque[_Frame] = deque()
+        self._commit_timeout = settings.store_commit_timeout
+        self._running: dict[int, float] = {}  # other writes not finished: when each was asked
+        self._run_ids = 0
         self._transport: Any = None
         self._process: WriterHandle | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -165,6 +187,35 @@ class SignalWriter:
     @property
     def available(self) -> bool:
         return self._transport is not None and not self._closing
+
+    @property
+    def committing(self) -> bool:
+        """False while the node cannot commit: a signal's commit, or another write, has been
+        outstanding longer than ``store_commit_timeout`` (decisions §14)."""
+        return self._overdue() is None and not self._run_overdue()
+
+    def probe(self) -> None:
+        """Send the writer a frame without signals when none of this process's is in flight:
+        it is answered after whatever commit the writer is in, so a commit stuck for another
+        worker's signals makes this worker's probe overdue too (:attr:`committing` False after
+        ``store_commit_timeout``, and new signals refused at once)."""
+        if self._transport is None or self._closing or self._in_flight or self._outbox:
+            return
+        self._in_flight.append(_Frame([], asyncio.get_running_loop().time()))
+        self._transport.write(framing.encode([]))
+
+    def _overdue(self) -> float | None:
+        """How long the oldest frame in flight has waited, when longer than the timeout."""
+        if not self._in_flight:
+            return None
+        waited = asyncio.get_running_loop().time() - self._in_flight[0].sent
+        return waited if waited >= self._commit_timeout else None
+
+    def _run_overdue(self) -> bool:
+        if not self._running:
+            return False
+        oldest = min(list(self._running.values()), default=asyncio.get_running_loop().time())
+        return asyncio.get_running_loop().time() - oldest >= self._commit_timeout
 
     async def start(self) -> None:
         if self._address is None:
@@ -244,6 +295,8 @@ class SignalWriter:
         callers that answer from a callback, without a task of their own: the DC-09 receiver)."""
         if self._transport is None or self._closing:
             raise StoreUnavailable("shutting down" if self._closing else "writer not running")
+        if (waited := self._overdue()) is not None:  # its answer ends the wait
+            raise StoreUnavailable(f"a commit outstanding for {waited:.0f} s")
         future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         self._outbox.append((to_wire(sig), future))
         if not self._flush_scheduled:
@@ -257,8 +310,27 @@ class SignalWriter:
         if not self._outbox or self._transport is None:
             return
         outbox, self._outbox = self._outbox, []
-        self._in_flight.append([future for _, future in outbox])
+        loop = asyncio.get_running_loop()
+        frame = _Frame([future for _, future in outbox], loop.time())
+        frame.timer = loop.call_later(self._commit_timeout, self._expire, frame)
+        self._in_flight.append(frame)
         self._transport.write(framing.encode([row for row, _ in outbox]))
+
+    def _expire(self, frame: _Frame) -> None:
+        """``frame``'s commit is overdue: its requests are answered STORE-1 now; the frame
+        stays in flight (what the writer commits later is kept)."""
+        frame.timer = None
+        overdue = [future for future in frame.waiters if not future.done()]
+        if not overdue:
+            return
+        error = StoreUnavailable(f"commit not completed within {self._commit_timeout:g} s")
+        for future in overdue:
+            future.set_exception(error)
+        metrics.COMMIT_FAILURES.inc()
+        log.error(
+            "commit overdue; signals answered STORE-1",
+            extra={"signals": len(overdue), "seconds": self._commit_timeout},
+        )
 
     def _answer(self, message: dict[str, Any]) -> None:
         if framing.QUEUED in message:
@@ -269,7 +341,26 @@ class SignalWriter:
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(None)
             return
-        waiters = [f for _ in range(message["frames"]) for f in self._in_flight.popleft()]
+        frames = [self._in_flight.popleft() for _ in range(message["frames"])]
+        waiters = [f for frame in frames for f in frame.waiters]
+        late = False
+        for frame in frames:
+            if frame.timer is not None:
+                frame.timer.cancel()
+            elif frame.waiters:  # a probe has no timer and no requests
+                late = True
+        if late:
+            log.warning(
+                "overdue commit completed",
+                extra={
+                    "seconds": message["seconds"],
+                    "failed": any(map(_failed, message["stored"])),
+                },
+            )
+        if not waiters:  # probes alone
+            if not self._in_flight:
+                self._drained.set()
+            return
         metrics.COMMIT_SECONDS.observe(message["seconds"])
         metrics.COMMIT_BATCH.observe(len(waiters))
         failed = False
@@ -288,7 +379,10 @@ class SignalWriter:
     def _lost(self, exc: Exception | None) -> None:
         """The writer process is gone: fail whatever it had not answered, start another."""
         self._transport = None
-        waiters = [f for frame in self._in_flight for f in frame]
+        for frame in self._in_flight:
+            if frame.timer is not None:
+                frame.timer.cancel()
+        waiters = [f for frame in self._in_flight for f in frame.waiters]
         waiters += [f for _, f in self._outbox]
         self._in_flight.clear()
         self._outbox.clear()
@@ -328,10 +422,28 @@ class SignalWriter:
                 else:
                     log.error("writer process restart failed", extra={"error": repr(exc)})
 
-    async def run(self, work: Callable[[Connection], T]) -> T:
-        """Run another write (heartbeats, supervision) in its own transaction, off the loop."""
+    async def run(self, work: Callable[[Connection], T], *, bounded: bool = True) -> T:
+        """Run another write (heartbeats, supervision) in its own transaction, off the loop.
+        ``bounded``: StoreUnavailable when it has not completed within ``store_commit_timeout``
+        (it may still commit later; one not started by then never runs); unbounded for the
+        reads a node makes once at its start."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._transaction, work)
+        self._run_ids += 1
+        key = self._run_ids
+        self._running[key] = loop.time()
+        submitted = self._executor.submit(self._transaction, work)
+        # done or cancelled before it started (then it never runs): no longer outstanding
+        submitted.add_done_callback(lambda _: self._running.pop(key, None))
+        done = asyncio.wrap_future(submitted)
+        if not bounded:
+            return await done
+        try:
+            return await asyncio.wait_for(done, self._commit_timeout)
+        except TimeoutError:
+            log.error("write not completed in time", extra={"seconds": self._commit_timeout})
+            raise StoreUnavailable(
+                f"write not completed within {self._commit_timeout:g} s"
+            ) from None
 
     def _transaction(self, work: Callable[[Connection], T]) -> T:
         return operations.run(self._engine, work)
@@ -340,6 +452,10 @@ class SignalWriter:
     def engine(self) -> Engine:
         """The node's database (for reads beside the writer)."""
         return self._engine
+
+
+def _failed(outcome: Any) -> bool:
+    return isinstance(outcome, str)
 
 
 __all__ = [

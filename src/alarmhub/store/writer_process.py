@@ -252,7 +252,9 @@ class WriterLoop:
         started = time.perf_counter()
         outcome: list[Stored | str]
         try:
-            outcome = list(self._store_batch(batch))
+            # frames without signals are a worker's probe (SignalWriter.probe): answered in
+            # their turn, after the commit before them, without a transaction of their own
+            outcome = list(self._store_batch(batch)) if batch else []
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
             retry = len(batch) > 1 and not unavailable(exc)
