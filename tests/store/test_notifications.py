@@ -145,6 +145,25 @@ def test_queueing_reads_no_name_description_nor_template(engine: Engine) -> None
     assert len(stored(engine)) == 6
 
 
+def test_routing_reads_the_subscribers_again_only_once_the_response_data_changed(
+    engine: Engine,
+) -> None:
+    subscribe(engine, "Alice", ("alarm",), ("email",))
+    routing = SignalRouting(engine, 1000, 2)
+    route(engine, [(ACCOUNT, "E130", "004")], T0, routing)  # the account's contacts are read
+    with statements_run(engine, lambda sql: "FROM contact" in sql) as statements:
+        route(engine, [(ACCOUNT, "E130", "005")], T0 + SECOND, routing)
+    assert statements == []
+    subscribe(engine, "Bob", ("alarm",), ("email",))  # the response data changes
+    route(engine, [(ACCOUNT, "E130", "006")], T0 + 2 * SECOND, routing)
+    assert [(m["recipient"], m["zone"]) for m in stored(engine)] == [
+        ("alice@example.com", "004"),
+        ("alice@example.com", "005"),
+        ("alice@example.com", "006"),
+        ("bob@example.com", "006"),
+    ]
+
+
 def test_each_message_feeds_its_recipients_lane(engine: Engine) -> None:
     alice = subscribe(engine, "Alice", ("alarm",), ("email", "sms"))
     route(engine, [(ACCOUNT, "E130", "004"), (ACCOUNT, "E130", "005")], T0)

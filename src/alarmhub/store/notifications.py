@@ -81,10 +81,12 @@ _LANE = tuple(COLUMNS.index(c) for c in ("contact_id", "channel", "due_us"))
 class Queueing(NamedTuple):
     """What a publisher that queues often keeps between transactions: each account's
     subscribed contacts as read (``known``; the caller empties it when the response data
-    changes), and a bulk insert of rows in :data:`COLUMNS` order (``insert_rows``)."""
+    changes), a bulk insert of rows in :data:`COLUMNS` order (``insert_rows``), and the zone
+    and area of the alarms it has just written (``zones``, by alarm id: not read again)."""
 
     known: MutableMapping[str, list[Recipient]]
     insert_rows: Callable[[Connection, Sequence[tuple[Any, ...]]], object]
+    zones: Mapping[int, tuple[str, str]]
 
 
 def queue_events(
@@ -107,11 +109,15 @@ def queue_events(
         if which is None or which not in kinds:
             continue
         alarm_id = data.get("alarm_id")
+        zone, area = "", ""
         if alarm_id is not None:
-            alarms[int(alarm_id)] = len(told)
-        told.append(Told(which, account, rules.event_text(kind, data), at_us, event_id=event_id,
-                         incident_number=alarm_id))  # fmt: skip
-    if alarms:  # the zone of each alarm (written before its event)
+            if via is not None and alarm_id in via.zones:
+                zone, area = via.zones[alarm_id]
+            else:
+                alarms[int(alarm_id)] = len(told)
+        told.append(Told(which, account, rules.event_text(kind, data), at_us, zone, area,
+                         event_id=event_id, incident_number=alarm_id))  # fmt: skip
+    if alarms:  # the zone of each alarm not at hand (written before its event)
         A = schema.alarm.c
         for chunk in chunks(sorted(alarms)):
             for alarm_id, zone, area in conn.execute(

@@ -191,6 +191,7 @@ class SqlRepository:
         self._history: list[tuple[Any, ...]] = []
         self._events: list[tuple[Any, ...]] = []  # in the order of what happened
         self._raised_event: dict[int, int] = {}  # alarm id: its alarm.raised in _events
+        self._zones: dict[int, tuple[str, str]] = {}  # alarm id: zone, area of the last flushed
         self._queue_changed = False
 
     def preload_accounts(self, numbers: set[str]) -> None:
@@ -400,7 +401,9 @@ class SqlRepository:
 
     def _queueing(self) -> notifications.Queueing:
         """The subscribed contacts met so far and the bulk insert, for the messages queued."""
-        return notifications.Queueing(self._memory.recipients, self._inserts.notification.execute)
+        return notifications.Queueing(
+            self._memory.recipients, self._inserts.notification.execute, self._zones
+        )
 
     def flush(self) -> list[Arriving]:
         """Write what this transaction buffered; the pending alarms it raised, for ``hand_out``
@@ -420,6 +423,7 @@ class SqlRepository:
         if self._alarms:
             alarms = self._alarms.values()
             self._inserts.alarm.execute(self._conn, [_alarm_values(r) for r in alarms])
+            self._zones = {a: (r["zone"] or "", r["area"] or "") for a, r in self._alarms.items()}
             self._alarms.clear()
             self._raised_event.clear()
             self._queue_changed = True
