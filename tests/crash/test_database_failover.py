@@ -30,11 +30,7 @@ from tests.support.cluster_node import (
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import Server, wait_for
 
-pytestmark = [
-    pytest.mark.faults,
-    pytest.mark.backends("postgresql"),
-    pytest.mark.skipif(pg_cluster.binaries() is None, reason="no PostgreSQL server binaries"),
-]
+pytestmark = pg_cluster.MARKS
 SENDERS = 4
 BEFORE = 150  # signals acknowledged before the fault
 AFTER = 150  # ... and after the promotion

@@ -37,11 +37,7 @@ from tests.support.dc09_panel import Panel, kind, spt
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import free_port, wait_for
 
-pytestmark = [
-    pytest.mark.faults,
-    pytest.mark.backends("postgresql"),
-    pytest.mark.skipif(pg_cluster.binaries() is None, reason="no PostgreSQL server binaries"),
-]
+pytestmark = pg_cluster.MARKS
 COMMIT_TIMEOUT_S = 2.0
 SENDERS = 2
 REFUSED = 40  # the senders' signals refused before the standby is started again

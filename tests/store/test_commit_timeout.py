@@ -31,6 +31,39 @@ from tests.support.database import database_url, db_rows
 TIMEOUT_S = 0.5
 
 
+class LockHolder:
+    """Another transaction that holds the incident counter's lock (on SQLite: the write lock)
+    from :meth:`hold` until :meth:`release`, in a thread of its own."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._holding, self._released = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        engine = open_engine(self._url)
+        try:
+            with write_transaction(engine) as conn:
+                lock_incidents(conn)
+                self._holding.set()
+                self._released.wait(60)
+        finally:
+            engine.dispose()
+
+    def hold(self) -> None:
+        """Start holding it; return once it is held."""
+        self._thread.start()
+        assert self._holding.wait(30), "the lock was not taken"
+
+    def release(self) -> None:
+        self._released.set()
+
+    def join(self) -> None:
+        self.release()
+        if self._thread.is_alive():
+            self._thread.join(30)
+
+
 def _signal(zone: str) -> Signal:
     return Signal("site1", "rx1", SignalFields("1234", "0042", "E130", "01", zone), "t", 1, None)
 
@@ -38,33 +71,21 @@ def _signal(zone: str) -> Signal:
 def test_an_overdue_commit_is_answered_store_1_and_its_signal_kept(tmp_path: Path) -> None:
     database_url(tmp_path)
     settings = load(tmp_path, store_commit_timeout=TIMEOUT_S)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold_the_lock() -> None:
-        engine = open_engine(settings.database)
-        try:
-            with write_transaction(engine) as conn:
-                lock_incidents(conn)
-                holding.set()
-                release.wait(60)
-        finally:
-            engine.dispose()
+    lock = LockHolder(settings.database)
 
     async def scenario() -> tuple[str, str, bool, bool, int]:
         engine = open_engine(settings.database)
         writer = SignalWriter(engine, settings, WriterThread.start)
         await writer.start()
-        holder = threading.Thread(target=hold_the_lock, daemon=True)
         try:
             await writer.submit(_signal("001"))  # committed before the lock is held
-            holder.start()
-            await asyncio.to_thread(holding.wait, 30)
+            await asyncio.to_thread(lock.hold)
             with pytest.raises(StoreUnavailable) as overdue:
                 await writer.submit(_signal("002"))
             with pytest.raises(StoreUnavailable) as refused:
                 await writer.submit(_signal("003"))  # at once: a commit is outstanding
             cannot = not writer.committing
-            release.set()
+            lock.release()
             while not writer.committing:  # the overdue commit completes
                 await asyncio.sleep(0.01)
             stored = await writer.submit(_signal("004"))
@@ -76,10 +97,10 @@ def test_an_overdue_commit_is_answered_store_1_and_its_signal_kept(tmp_path: Pat
                 (stored.incident_number),
             )
         finally:
-            release.set()
+            lock.release()
             await writer.stop()
             engine.dispose()
-            holder.join(30)
+            lock.join()
 
     overdue, refused, cannot, committing_again, _ = asyncio.run(scenario())
     assert "not completed within 0.5 s" in overdue
@@ -101,7 +122,7 @@ def test_a_commit_stuck_for_one_worker_makes_another_workers_probe_overdue(
     run_dir = Path(tempfile.mkdtemp(prefix="ah-"))  # a Unix socket's path is short
     address = str(run_dir / "writer.sock")
     control, theirs = socket.socketpair()
-    holding, release = threading.Event(), threading.Event()
+    lock = LockHolder(settings.database)
 
     def writer() -> None:  # writer_process.main, in a thread
         buffer = bytearray()
@@ -113,16 +134,6 @@ def test_a_commit_stuck_for_one_worker_makes_another_workers_probe_overdue(
         finally:
             channels.close()
             theirs.close()
-
-    def hold_the_lock() -> None:
-        engine = open_engine(settings.database)
-        try:
-            with write_transaction(engine) as conn:
-                lock_incidents(conn)
-                holding.set()
-                release.wait(60)
-        finally:
-            engine.dispose()
 
     async def until(condition: Callable[[], bool]) -> bool:
         for _ in range(3000):  # 30 s at most
@@ -137,10 +148,8 @@ def test_a_commit_stuck_for_one_worker_makes_another_workers_probe_overdue(
         second = SignalWriter(engine, settings, address=address)
         await first.start()
         await second.start()
-        holder = threading.Thread(target=hold_the_lock, daemon=True)
         try:
-            holder.start()
-            await asyncio.to_thread(holding.wait, 30)
+            await asyncio.to_thread(lock.hold)
             stuck = asyncio.ensure_future(first.submit(_signal("001")))
 
             def probed_overdue() -> bool:  # a probe sent before the frame is answered at once
@@ -153,17 +162,17 @@ def test_a_commit_stuck_for_one_worker_makes_another_workers_probe_overdue(
                 second.enqueue(_signal("002"))
             except StoreUnavailable:
                 refused = True
-            release.set()
+            lock.release()
             with pytest.raises(StoreUnavailable):
                 await stuck
             again = await until(lambda: first.committing and second.committing)
             return second_cannot, refused, again
         finally:
-            release.set()
+            lock.release()
             await first.stop()
             await second.stop()
             engine.dispose()
-            holder.join(30)
+            lock.join()
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
@@ -193,18 +202,8 @@ def test_another_write_held_up_fails_in_time_and_the_node_cannot_commit_meanwhil
     never runs."""
     database_url(tmp_path)
     settings = load(tmp_path, store_commit_timeout=TIMEOUT_S)
-    holding, release = threading.Event(), threading.Event()
+    lock = LockHolder(settings.database)
     ran: list[str] = []
-
-    def hold_the_lock() -> None:
-        engine = open_engine(settings.database)
-        try:
-            with write_transaction(engine) as conn:
-                lock_incidents(conn)
-                holding.set()
-                release.wait(60)
-        finally:
-            engine.dispose()
 
     def held_up(conn: Connection) -> None:
         lock_incidents(conn)  # waits for the holder
@@ -217,24 +216,22 @@ def test_another_write_held_up_fails_in_time_and_the_node_cannot_commit_meanwhil
         engine = open_engine(settings.database)
         writer = SignalWriter(engine, settings, WriterThread.start)
         await writer.start()
-        holder = threading.Thread(target=hold_the_lock, daemon=True)
         try:
-            holder.start()
-            await asyncio.to_thread(holding.wait, 30)
+            await asyncio.to_thread(lock.hold)
             with pytest.raises(StoreUnavailable) as first:
                 await writer.run(held_up)
             with pytest.raises(StoreUnavailable) as second:
                 await writer.run(queued)  # behind the first, in the same thread
             cannot = not writer.committing
-            release.set()
+            lock.release()
             while not writer.committing:  # the held-up write completes
                 await asyncio.sleep(0.01)
             return str(first.value), str(second.value), cannot, writer.committing
         finally:
-            release.set()
+            lock.release()
             await writer.stop()
             engine.dispose()
-            holder.join(30)
+            lock.join()
 
     first, second, cannot, again = asyncio.run(scenario())
     assert "not completed within 0.5 s" in first

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 
 import psycopg
+import pytest
 
 from tests.support.processes import free_port
 
@@ -67,6 +68,15 @@ def binaries() -> Path | None:
     found = [Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")]
     found.sort(key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
     return found[-1] if found else None
+
+
+MARKS = [
+    pytest.mark.faults,
+    pytest.mark.backends("postgresql"),
+    pytest.mark.skipif(binaries() is None, reason="no PostgreSQL server binaries"),
+]
+"""A fault test module's marks (``pytestmark = pg_cluster.MARKS``): ``make faults`` selects
+them; they run on PostgreSQL, and need the server binaries (Debian's postgresql package)."""
 
 
 @dataclass
