@@ -3,14 +3,16 @@ alarmhub.outbound.delivery_process``): every channel's worker (:mod:`alarmhub.ou
 delivery`), webhooks (:mod:`alarmhub.outbound.webhooks`) and the messages to subscribers,
 e-mail and SMS (:mod:`alarmhub.outbound.notify`). Sending is Python work in an event loop
 (HTTP, SMTP, signatures, reading what may go), and in a process apart it never holds the node's
-interpreter lock while the node answers signals.
+interpreter lock while the node answers signals; it runs below the node's CPU priority
+(:data:`NICENESS`).
 
 The node starts it with :class:`DeliveryProcess` once the station has something to deliver (a
 webhook, a notification gateway or a message queued; a node without any runs no such process),
 hands it its settings over a socket pair (never on the command line, where other users of the
 machine could read them), starts it again if it dies, and stops it by closing its end: the
-process then records what ended and exits. A node killed outright closes that end too. SIGINT
-and SIGTERM are left to the node.
+process then records what ended and exits. A node killed outright takes it along at once (its
+parent-death signal, SIGKILL): what it had in flight is sent again once its lease runs out, as
+when it is killed itself. SIGINT and SIGTERM are left to the node.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ log = logging.getLogger("alarmhub.delivery")
 START_SECONDS = 30.0
 RESTART_SECONDS = 1.0
 WATCH_SECONDS = 1.0
+NICENESS = 5
+"""The process's CPU priority below the node's (``nice``): when the machine's cores are all busy
+(a storm of notifications beside a storm of signals), the signal path runs first and messages
+wait a little; on an idle machine it changes nothing."""
 _ANY_WEBHOOK = (
     select(schema.webhook.c.webhook_id).where(schema.webhook.c.removed_us.is_(None)).limit(1)
 )
@@ -199,6 +205,9 @@ def _configuration(sock: socket.socket) -> dict[str, Any] | None:
 
 def main() -> None:
     files.restrict_umask()
+    spawner.end_with_parent()  # before anything slow: a starved process never outlives its node
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
