@@ -51,7 +51,6 @@ from alarmhub import metrics
 log = logging.getLogger("alarmhub.node.spawner")
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
-PR_SET_PDEATHSIG = 1
 MAX_REQUEST_BYTES = 1 << 20
 MAX_FDS = 64
 REPLY_SECONDS = 30.0
@@ -257,16 +256,6 @@ def _subreaper(on: bool) -> None:
     """Make this process the parent of its orphaned descendants (or no longer)."""
     if _prctl(PR_SET_CHILD_SUBREAPER, int(on)) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
-
-
-def end_with_parent() -> None:
-    """Have the kernel SIGKILL this process when its parent (the node) dies, however it dies
-    (``PR_SET_PDEATHSIG``); a parent already gone ends it now."""
-    parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def process_name(module: str) -> str:
@@ -506,7 +495,6 @@ __all__ = [
     "ChildProcess",
     "Spawner",
     "SpawnerGone",
-    "end_with_parent",
     "popen",
     "process_name",
     "running",

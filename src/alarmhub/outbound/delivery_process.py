@@ -10,9 +10,10 @@ The node starts it with :class:`DeliveryProcess` once the station has something 
 webhook, a notification gateway or a message queued; a node without any runs no such process),
 hands it its settings over a socket pair (never on the command line, where other users of the
 machine could read them), starts it again if it dies, and stops it by closing its end: the
-process then records what ended and exits. A node killed outright takes it along at once (its
-parent-death signal, SIGKILL): what it had in flight is sent again once its lease runs out, as
-when it is killed itself. SIGINT and SIGTERM are left to the node.
+process then records what ended and exits. A node killed outright closes that end too: the
+process still records what ended and frees its claims, so that another node sends its lanes at
+once (below the node's priority on a saturated machine, that may take it a few seconds more).
+SIGINT and SIGTERM are left to the node.
 """
 
 from __future__ import annotations
@@ -205,7 +206,6 @@ def _configuration(sock: socket.socket) -> dict[str, Any] | None:
 
 def main() -> None:
     files.restrict_umask()
-    spawner.end_with_parent()  # before anything slow: a starved process never outlives its node
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
