@@ -192,9 +192,12 @@ def test_the_delivery_process_is_started_again_and_ends_with_its_node(
     first = publish(engine, "700001")
     wait_for(lambda: receiver.delivered, "delivered", DELIVERY_DEADLINE_S)
     [worker] = delivery_pids(node)
+    claimed = lane_claims(engine)  # its claim, if it had not recorded the delivery yet
     os.kill(worker, signal.SIGKILL)
     wait_gone(worker)
     [_, again] = wait_for(lambda: (p := delivery_pids(node)) and len(p) == 2 and p, "a restart")
+    # what it claimed is freed once it is found dead: not held until the lease runs out
+    assert not claimed & lane_claims(engine)
     second = publish(engine, "700001")
     wait_for(lambda: second in receiver.delivered_ids(), "delivered again", DELIVERY_DEADLINE_S)
     # at least once: the first again too, if the killed process had not recorded it yet
@@ -204,6 +207,13 @@ def test_the_delivery_process_is_started_again_and_ends_with_its_node(
     # CPU priority: on a saturated machine that takes it longer than the default wait
     wait_gone(again, 30.0)
     assert not alive(again)
+
+
+def lane_claims(engine: Engine) -> set[str]:
+    """The names under which lanes are claimed now (a shared database; none on SQLite)."""
+    with engine.connect() as conn:
+        claims = conn.execute(select(s.delivery_lane.c.claimed_by)).scalars()
+        return {c for c in claims if c is not None}
 
 
 def test_failed_delivery_listed_and_replayed(tmp_path: Path, engine: Engine, node: Server) -> None:

@@ -61,6 +61,11 @@ LEASE_SECONDS = 60.0
 STOP_SECONDS = 5.0
 
 
+def claimant() -> str:
+    """A name, unique to this process and this call, under which a worker claims lanes."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
 class Item(Protocol):
     """A delivery taken by this node, as the worker sees it (the channel's has what it sends)."""
 
@@ -154,7 +159,8 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         self._poll = poll_seconds
         self._concurrency = concurrency
         self._per_target = per_target
-        self.node = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.node = claimant()
+        """The name it claims lanes under (several nodes)."""
         self._in_flight: dict[int, ItemT] = {}  # by delivery id: taken, not ended
         self._ended: dict[int, OutcomeT] = {}  # attempted, not recorded yet
         self._recorded: set[int] = set()  # recorded since the last turn (the only node)

@@ -10,10 +10,13 @@ The node starts it with :class:`DeliveryProcess` once the station has something 
 webhook, a notification gateway or a message queued; a node without any runs no such process),
 hands it its settings over a socket pair (never on the command line, where other users of the
 machine could read them), starts it again if it dies, and stops it by closing its end: the
-process then records what ended and exits. A node killed outright closes that end too: the
-process still records what ended and frees its claims, so that another node sends its lanes at
-once (below the node's priority on a saturated machine, that may take it a few seconds more).
-SIGINT and SIGTERM are left to the node.
+process then records what ended, frees its claims and exits. A node killed outright closes that
+end too: the process still records what ended and frees its claims, so that another node sends
+its lanes at once (below the node's priority on a saturated machine, that may take it a few
+seconds more). SIGINT and SIGTERM are left to the node. The node names the claims (leases) the
+process takes on a shared database, so that once the process has ended without freeing them
+(killed alone, say) the node frees them: its restart, or another node, sends those deliveries
+at once rather than when the leases run out.
 """
 
 from __future__ import annotations
@@ -34,12 +37,12 @@ from sqlalchemy.engine import Engine
 from alarmhub import files, logs, metrics, secret_key
 from alarmhub.core import notifications
 from alarmhub.node import spawner
-from alarmhub.outbound.delivery import DeliveryWorker
+from alarmhub.outbound.delivery import DeliveryWorker, claimant
 from alarmhub.outbound.notify import NotifyWorker
 from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
 from alarmhub.settings import Settings, station_zone
-from alarmhub.store import framing, schema
-from alarmhub.store.engine import open_engine, read_in_thread
+from alarmhub.store import framing, lanes, schema
+from alarmhub.store.engine import open_engine, read_in_thread, write_transaction
 
 log = logging.getLogger("alarmhub.delivery")
 START_SECONDS = 30.0
@@ -67,11 +70,21 @@ def anything_to_deliver(conn: Connection) -> bool:
                for q in (_ANY_WEBHOOK, _ANY_GATEWAY, _ANY_QUEUED))  # fmt: skip
 
 
-def workers(engine: Engine, data_dir: Path, timezone: str) -> list[DeliveryWorker[Any, Any]]:
+def workers(
+    engine: Engine, data_dir: Path, timezone: str, node: str | None = None
+) -> list[DeliveryWorker[Any, Any]]:
     """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
-    station's ``timezone`` setting for the times of a digest)."""
+    station's ``timezone`` setting for the times of a digest); ``node``: the name they claim
+    lanes under (each its own when not given)."""
     key = secret_key.load(data_dir)
-    return [WebhookWorker(engine, key), NotifyWorker(engine, key, station_zone(timezone))]
+    running: list[DeliveryWorker[Any, Any]] = [
+        WebhookWorker(engine, key),
+        NotifyWorker(engine, key, station_zone(timezone)),
+    ]
+    if node is not None:
+        for worker in running:
+            worker.node = node  # each channel's lanes are its own: one name serves both
+    return running
 
 
 class DeliveryProcess:
@@ -94,6 +107,7 @@ class DeliveryProcess:
             self._env = {**os.environ, metrics.MULTIPROCESS_DIR: str(metrics_dir)}
         self._process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
+        self._claimant = ""  # the name the running process claims lanes under
         self._watch: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -113,6 +127,7 @@ class DeliveryProcess:
         await self._end()
 
     async def _spawn(self) -> None:
+        self._claimant = claimant()
         ours, theirs = socket.socketpair()
         try:
             process = await spawner.start_child(
@@ -126,7 +141,8 @@ class DeliveryProcess:
         self._process, self._sock = process, ours
         ours.setblocking(False)
         loop = asyncio.get_running_loop()
-        await loop.sock_sendall(ours, framing.encode(self._config))
+        config = {**self._config, "claimant": self._claimant}
+        await loop.sock_sendall(ours, framing.encode(config))
         try:
             async with asyncio.timeout(START_SECONDS):
                 ready = await loop.sock_recv(ours, 4096)
@@ -138,7 +154,8 @@ class DeliveryProcess:
         log.info("delivery process started", extra={"pid": process.pid})
 
     async def _end(self) -> None:
-        """Close the process's end: it records what ended and exits (killed if it lingers)."""
+        """Close the process's end: it records what ended and exits (killed if it lingers);
+        then free what it still claims (it died without doing so)."""
         process, sock = self._process, self._sock
         self._process = self._sock = None
         if sock is not None:
@@ -150,6 +167,23 @@ class DeliveryProcess:
         except TimeoutError:
             process.kill()
             await asyncio.to_thread(process.wait)
+        await self._release()
+
+    async def _release(self) -> None:
+        """Free the claims of the process that ended (a shared database; on SQLite the node
+        delivering is the only one and claims nothing). Attempts it had out are made again,
+        as after a lease runs out: a delivery is sent at least once."""
+        if self._engine.dialect.name == "sqlite":
+            return
+
+        def release() -> None:
+            with write_transaction(self._engine) as conn:
+                lanes.release(conn, self._claimant)
+
+        try:
+            await asyncio.to_thread(release)
+        except Exception as exc:  # the leases run out then
+            log.warning("claims of the delivery process not freed", extra={"error": repr(exc)})
 
     async def _watching(self) -> None:
         """Start the process once there is something to deliver, and again when it ended on its
@@ -177,7 +211,8 @@ class DeliveryProcess:
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     engine = open_engine(config["url"], synchronous=False)  # deliveries can be derived again
-    running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""))
+    running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),
+                      config.get("claimant"))  # fmt: skip
     for worker in running:
         await worker.start()
     loop = asyncio.get_running_loop()
