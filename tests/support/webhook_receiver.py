@@ -1,7 +1,7 @@
 """A real HTTP receiver of webhooks for tests and benchmarks: a threading ``http.server`` on a
 local port that records every attempt (headers, body, when), and can answer 500 to the first
-attempts or to some accounts' events, hang, or be stopped and started again on the same port (a
-receiver that is down)."""
+attempts (of every event, or of the first events only) or to some accounts' events, hang, or be
+stopped and started again on the same port (a receiver that is down)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ class Receiver:
     """``start()``; ``url``; ``attempts``, ``delivered`` (the attempts answered 2xx)."""
 
     port: int = 0
-    fail_first: int = 0  # answer 500 to the first this many attempts of each webhook-id
+    fail_first: int = 0  # answer 500 to the first this many attempts of each webhook-id ...
+    fail_events: int | None = None  # ... of the first this many webhook-ids to come (None: all)
     hang: bool = False  # hold every request (until stop) instead of answering
     failing_accounts: frozenset[str] = frozenset()  # answer 500 to these accounts' events
     attempts: list[Attempt] = field(default_factory=list)
@@ -41,6 +42,7 @@ class Receiver:
     _server: ThreadingHTTPServer | None = None
     _release: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _came: list[str] = field(default_factory=list)  # the webhook-ids, in the order they came
 
     @property
     def url(self) -> str:
@@ -93,7 +95,10 @@ class Receiver:
             return 500
         with self._lock:
             earlier = sum(1 for a in self.attempts if a.headers.get("webhook-id") == webhook_id)
-        return 500 if earlier < self.fail_first else 204
+            if webhook_id not in self._came:
+                self._came.append(webhook_id)
+            failing = self.fail_events is None or self._came.index(webhook_id) < self.fail_events
+        return 500 if failing and earlier < self.fail_first else 204
 
     def stop(self) -> None:
         """Stop listening (the port is refused until ``start`` again); hanging requests end."""
