@@ -84,7 +84,7 @@ def test_a_child_killed_during_the_failover_loses_nothing_acknowledged(
             lambda: len(senders.acknowledged) >= acked_at_promotion + AFTER, "load goes on", 60
         )
         again = wait_for(
-            lambda: [pid for pid in named(node, child) if pid != before[0]],
+            lambda: [pid for pid in named(node, child) if pid not in before],
             f"a new {child}",
             60,
         )
