@@ -71,7 +71,9 @@ def cluster_node(
 
 
 def signal_body(n: int) -> dict[str, str]:
-    return {"dnis": "C1", "panel": str(1000 + n % 50), "code": "E130", "zone_or_user": str(n)}
+    """A Contact ID signal (a zone of three digits: long runs go round)."""
+    zone = str(1 + n % 999)
+    return {"dnis": "C1", "panel": str(1000 + n % 50), "code": "E130", "zone_or_user": zone}
 
 
 class Senders:
