@@ -43,6 +43,7 @@ class TcpProxy:
         self._marker: bytes | None = None
         self._answers = 1
         self._marked = threading.Event()
+        self._silenced: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
 
     def __enter__(self) -> TcpProxy:
         self._thread.start()
@@ -74,6 +75,13 @@ class TcpProxy:
         self._marker = marker
         return self._marked
 
+    def silence(self) -> int:
+        """Every connection open now goes silent for ever: what either side sends is dropped,
+        nothing is closed (a link whose state a firewall lost, its packets dropped); new
+        connections are forwarded. How many were silenced."""
+        count: int = self._call(self._silence())
+        return count
+
     def refuse(self) -> None:
         """Reset new connections at once (the database unreachable) until :meth:`accept`."""
         self._refusing = True
@@ -91,6 +99,8 @@ class TcpProxy:
     async def _stop(self) -> None:
         if self._server is not None:
             self._server.close()
+        self._pairs.update(self._silenced)
+        self._silenced.clear()
         await self._cut()
 
     async def _cut(self) -> int:
@@ -101,6 +111,13 @@ class TcpProxy:
             _reset(upstream)
         self._pairs.clear()
         self.cuts += len(pairs)
+        return len(pairs)
+
+    async def _silence(self) -> int:
+        pairs = list(self._pairs)
+        self.cut_at = time.monotonic()
+        self._silenced.update(pairs)
+        self._pairs.difference_update(pairs)
         return len(pairs)
 
     async def _handle(self, client_r: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
@@ -118,11 +135,13 @@ class TcpProxy:
         marked = [0]  # this client sent the marker: the server's answers it has to go
         try:
             await asyncio.gather(
-                self._pipe(client_r, upstream, marked, True), self._pipe(upstream_r, client, marked)
+                self._pipe(client_r, upstream, pair, marked, True),
+                self._pipe(upstream_r, client, pair, marked),
             )
         finally:
-            if pair in self._pairs:
+            if pair in self._pairs or pair in self._silenced:
                 self._pairs.discard(pair)
+                self._silenced.discard(pair)
                 client.close()
                 upstream.close()
 
@@ -130,6 +149,7 @@ class TcpProxy:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
         marked: list[int],
         from_client: bool = False,
     ) -> None:
@@ -138,6 +158,8 @@ class TcpProxy:
         after them is dropped and every connection cut."""
         try:
             while data := await reader.read(CHUNK):
+                if pair in self._silenced:
+                    continue  # dropped
                 if not from_client and marked[0]:
                     marked[0] -= 1
                     if not marked[0]:
@@ -149,7 +171,7 @@ class TcpProxy:
                 if from_client and self._marker is not None and self._marker in data:
                     self._marker = None
                     marked[0] = self._answers
-            if writer.can_write_eof():
+            if pair not in self._silenced and writer.can_write_eof():
                 writer.write_eof()
         except (OSError, RuntimeError):
             pass
