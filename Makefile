@@ -15,7 +15,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
 JOBS ?= 6
 
-.PHONY: run test lint unit coverage fuzz faults bench clean
+.PHONY: run test lint unit coverage fuzz faults soak bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,16 @@ fuzz: $(VENV)/.installed-test
 # a synchronous standby of their own (tests/support/pg_cluster.py); part of `make test` too
 faults: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
+
+# the soak: a node on a primary and a synchronous standby under load for DURATION seconds, a
+# random fault every FAULT_SECONDS (connections cut, the standby stopped, the writer or a worker
+# killed); acknowledged, missing and each process's memory at the start and the end.
+# Not part of `make test` (tests/soak/soak_faults.py)
+DURATION ?= 1800
+FAULT_SECONDS ?= 60
+soak: $(VENV)/.installed-test
+	ALARMHUB_SOAK_SECONDS=$(DURATION) ALARMHUB_SOAK_FAULT_SECONDS=$(FAULT_SECONDS) \
+	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='soak_*.py' tests/soak
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

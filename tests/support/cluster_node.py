@@ -1,6 +1,6 @@
-"""An ``alarmhub serve`` node on a :class:`~tests.support.pg_cluster.PgCluster`'s multi-host URL,
-and senders that record every answer, for the database fault tests: what was acknowledged is
-then counted against what the database holds."""
+"""An ``alarmhub serve`` node on a :class:`~tests.support.pg_cluster.PgCluster`'s multi-host URL
+(or any :class:`Database`'s), and senders that record every answer, for the database fault
+tests: what was acknowledged is then counted against what the database holds."""
 
 from __future__ import annotations
 
@@ -10,14 +10,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 import psycopg
 
 from alarmhub.core.router import SIGNAL_PATHS
 from tests.support.database import UNROUTED
-from tests.support.pg_cluster import PgCluster
 from tests.support.processes import Server, cli, wait_for
+
+
+class Database(Protocol):
+    """What the helpers need of a database: the URL a node uses (a :class:`PgCluster`'s, or a
+    proxy's in front of a server) and a connection of the test's own to it."""
+
+    def url(self, comma: bool = False) -> str: ...
+
+    def connect(self) -> psycopg.Connection[Any]: ...
 
 
 def provision(data_dir: Path, env: dict[str, str]) -> str:
@@ -30,7 +39,7 @@ def provision(data_dir: Path, env: dict[str, str]) -> str:
 
 @contextmanager
 def cluster_node(
-    cluster: PgCluster,
+    cluster: Database,
     data_dir: Path,
     dc09_port: int | None = None,
     workers: int | None = None,
@@ -62,7 +71,9 @@ def cluster_node(
 
 
 def signal_body(n: int) -> dict[str, str]:
-    return {"dnis": "C1", "panel": str(1000 + n % 50), "code": "E130", "zone_or_user": str(n)}
+    """A Contact ID signal (a zone of three digits: long runs go round)."""
+    zone = str(1 + n % 999)
+    return {"dnis": "C1", "panel": str(1000 + n % 50), "code": "E130", "zone_or_user": zone}
 
 
 class Senders:
@@ -130,14 +141,14 @@ def _code(answer: httpx.Response) -> str:
         return ""
 
 
-def stored_keys(cluster: PgCluster) -> set[str]:
+def stored_keys(cluster: Database) -> set[str]:
     """The Idempotency-Keys of every signal the cluster's primary holds."""
     with cluster.connect() as conn:
         rows = conn.execute("SELECT idempotency_key FROM idempotency").fetchall()
     return {str(row[0]) for row in rows}
 
 
-def routed_twice(cluster: PgCluster) -> int:
+def routed_twice(cluster: Database) -> int:
     """How many signals were routed more than once, once every signal is routed (waited for)."""
     with cluster.connect() as conn:
         wait_for(lambda: conn.execute(UNROUTED).fetchone() == (0,), "every signal routed", 60)
@@ -150,7 +161,7 @@ def routed_twice(cluster: PgCluster) -> int:
     return int(row[0])
 
 
-def reachable(cluster: PgCluster) -> bool:
+def reachable(cluster: Database) -> bool:
     try:
         with cluster.connect() as conn:
             conn.execute("SELECT 1")

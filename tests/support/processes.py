@@ -158,13 +158,14 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    log_dir: Path | None = None  # where its log goes: the data directory unless set
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> Server:
-        self.log_path = self.data_dir / f"server-{self.port}.log"
+        self.log_path = (self.log_dir or self.data_dir) / f"server-{self.port}.log"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if "ALARMHUB_DATABASE_URL" not in self.env:
             # --demo provisions only a new database: leave it unmigrated for the node

@@ -76,9 +76,13 @@ def test_each_worker_is_answered_for_its_own_frames(
     first.sendall(framing.encode(["a3"]))
     read_frames(writer, 1)
     # one commit of the three frames: outcomes in the order the frames came
-    assert writer.answer({"frames": 3, "stored": [[1], [2], [3], [4]], "seconds": 0.5})
-    assert receive(first) == {"frames": 2, "stored": [[1], [2], [4]], "seconds": 0.5}
-    assert receive(second) == {"frames": 1, "stored": [[3]], "seconds": 0.5}
+    reply = {"frames": 3, "stored": [[1], [2], [3], [4]], "seconds": 0.5, "unavailable": True}
+    assert writer.answer(reply)
+    # whether the database could not commit at all: each worker is told
+    assert receive(first) == {
+        "frames": 2, "stored": [[1], [2], [4]], "seconds": 0.5, "unavailable": True
+    }  # fmt: skip
+    assert receive(second) == {"frames": 1, "stored": [[3]], "seconds": 0.5, "unavailable": True}
     first.close()
     second.close()
 
@@ -117,7 +121,9 @@ def test_a_gone_worker_leaves_the_others_answered(
     gone.close()
     writer.read(0.1)  # sees it closed; its frame is still committed, its answer dropped
     assert writer.answer({"frames": 2, "stored": [[1], [2]], "seconds": 0.1})
-    assert receive(staying) == {"frames": 1, "stored": [[2]], "seconds": 0.1}
+    assert receive(staying) == {
+        "frames": 1, "stored": [[2]], "seconds": 0.1, "unavailable": False
+    }  # fmt: skip
     parent.close()
     is_open, _ = writer.read(0.1)
     assert not is_open, "the parent's end closed: stop"

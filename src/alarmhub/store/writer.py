@@ -14,6 +14,12 @@ signals are kept (never rolled back). While such a commit is outstanding new sig
 at once, and :attr:`SignalWriter.committing` is False (``/healthz`` answers 503) until the writer
 answers it. Other writes (:meth:`SignalWriter.run`) are bounded by the same time.
 
+A commit the database refuses at once because it cannot commit at all (unreachable, its disk
+full: ``unavailable`` in the writer's answer) fails its requests with ``STORE-1`` too, and makes
+:attr:`SignalWriter.committing` False until a commit succeeds or ``store_commit_timeout`` passes
+without another such failure (so that a node a load balancer has taken out of service, and sent
+nothing since, is taken back and tries again).
+
 How the writer is started is the one thing a node may choose (``start_writer``): by default
 :func:`start_process`, a process of its own; ``WriterThread.start`` of
 :mod:`alarmhub.store.writer_process` runs the same loop on the same socket and frames in a
@@ -164,6 +170,7 @@ class SignalWriter:
         self._in_flight: deque[_Frame] = deque()
         self._commit_timeout = settings.store_commit_timeout
         self._running: dict[int, float] = {}  # other writes not finished: when each was asked
+        self._refused_at: float | None = None  # the last commit the database could not make
         self._run_ids = 0
         self._transport: Any = None
         self._process: WriterHandle | None = None
@@ -192,7 +199,14 @@ class SignalWriter:
     def committing(self) -> bool:
         """False while the node cannot commit: a signal's commit, or another write, has been
         outstanding longer than ``store_commit_timeout`` (decisions §14)."""
-        return self._overdue() is None and not self._run_overdue()
+        return self._overdue() is None and not self._run_overdue() and not self._refusing()
+
+    def _refusing(self) -> bool:
+        """Whether a commit failed for want of the database within ``store_commit_timeout``
+        and none succeeded since."""
+        if self._refused_at is None:
+            return False
+        return asyncio.get_running_loop().time() - self._refused_at < self._commit_timeout
 
     def probe(self) -> None:
         """Send the writer a frame without signals when none of this process's is in flight:
@@ -343,6 +357,10 @@ class SignalWriter:
             return
         frames = [self._in_flight.popleft() for _ in range(message["frames"])]
         waiters = [f for frame in frames for f in frame.waiters]
+        if message.get("unavailable"):
+            self._refused_at = asyncio.get_running_loop().time()
+        elif any(not _failed(outcome) for outcome in message["stored"]):
+            self._refused_at = None
         late = False
         for frame in frames:
             if frame.timer is not None:

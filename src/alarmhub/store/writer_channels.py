@@ -174,6 +174,7 @@ class Channels:
             if not channel.open:
                 continue
             part["seconds"] = reply["seconds"]
+            part["unavailable"] = reply.get("unavailable", False)
             try:
                 if channel is self.control:
                     channel.sock.sendall(framing.encode(part))

@@ -251,16 +251,21 @@ class WriterLoop:
         del waiting[:frames]
         started = time.perf_counter()
         outcome: list[Stored | str]
+        away = False  # the database could not commit at all (unreachable, its disk full)
         try:
             # frames without signals are a worker's probe (SignalWriter.probe): answered in
             # their turn, after the commit before them, without a transaction of their own
             outcome = list(self._store_batch(batch)) if batch else []
         except Exception as exc:
             log.error("group commit failed", extra={"signals": len(batch), "error": repr(exc)})
-            retry = len(batch) > 1 and not unavailable(exc)
-            outcome = self._one_by_one(batch) if retry else [repr(exc)] * len(batch)
+            away = unavailable(exc)
+            if len(batch) > 1 and not away:
+                outcome, away = self._one_by_one(batch)
+            else:
+                outcome = [repr(exc)] * len(batch)
         reply = {
             "frames": frames,
+            "unavailable": away,
             "stored": [
                 x if isinstance(x, str) else [x.incident_number, x.duplicate, x.conflict]
                 for x in outcome
@@ -293,23 +298,23 @@ class WriterLoop:
             staged.apply()
         return stored
 
-    def _one_by_one(self, batch: Sequence[Signal]) -> list[Stored | str]:
+    def _one_by_one(self, batch: Sequence[Signal]) -> tuple[list[Stored | str], bool]:
         """A group commit the database refused, stored again one signal a transaction, so that
         a signal the database refuses fails alone and its neighbours are stored. When the
-        database itself is away (unreachable, disk full), the rest fail at once."""
+        database itself is away (unreachable, disk full), the rest fail at once (and True)."""
         outcome: list[Stored | str] = []
         for done, sig in enumerate(batch):
             try:
                 outcome += self._store_batch([sig])
             except Exception as exc:
                 if unavailable(exc):
-                    return outcome + [repr(exc)] * (len(batch) - done)
+                    return outcome + [repr(exc)] * (len(batch) - done), True
                 log.error(
                     "signal refused by the database",
                     extra={"source": sig.source, "token": sig.token_name, "error": repr(exc)},
                 )
                 outcome.append(repr(exc))
-        return outcome
+        return outcome, False
 
     def _committed(self, stored: Sequence[tuple[Signal, Stored]]) -> None:
         """Signals committed and answered: routed next, in a transaction of their own that
