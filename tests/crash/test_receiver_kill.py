@@ -13,7 +13,7 @@ import pytest
 from tests.support import receiver_station as station
 from tests.support.crashing import kill_node
 from tests.support.database import drop_database, new_database
-from tests.support.processes import Server, free_port, wait_for
+from tests.support.processes import Server, free_port, start_all, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient, TcpServer
 
 pytestmark = pytest.mark.long
@@ -70,7 +70,7 @@ def test_a_connect_link_moves_to_the_other_node_when_its_holder_is_killed(
     station.provision(tmp_path, env)
     receiver = TcpServer()
     station.add_link(tmp_path, "system5", "--connect", f"127.0.0.1:{receiver.port}", env=env)
-    nodes = [Server(tmp_path, env=env).start() for _ in range(2)]
+    nodes = start_all(Server(tmp_path, env=env) for _ in range(2))
     sim = ReceiverSim(receiver, Settings(link_test_every=0))
     try:
         sim.start().send(station.event(n) for n in range(FRAMES))

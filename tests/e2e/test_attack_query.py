@@ -30,7 +30,7 @@ from alarmhub.store.engine import open_engine, write_transaction
 from alarmhub.xm import digest, errors
 from alarmhub.xm.auth import NONCE_WINDOW_US, NonceBook, QueryAuth, Refused
 from tests.support.database import UNROUTED, database_url, db_rows, drop_database, new_database
-from tests.support.processes import Runner, Server, Station, cli, provision, wait_for
+from tests.support.processes import Runner, Server, Station, cli, provision, start_all, wait_for
 from tests.support.xm_signing import PARAMS, PATH, hmac_headers, new_nonce, sha1_headers
 
 # the database matters to these attacks: they run on SQLite and on PostgreSQL
@@ -338,7 +338,7 @@ def test_two_nodes_claiming_nonces_at_once_never_answer_500(
     the whole batch of claims of that loop turn: every query in it answered 500."""
     env = {"ALARMHUB_DATABASE_URL": shared_database}
     cli(tmp_path, "apiuser", "add", USER, "--password", PASSWORD, env=env)
-    nodes = [Server(tmp_path, env=env).start() for _ in range(2)]
+    nodes = start_all(Server(tmp_path, env=env) for _ in range(2))
     statuses: list[int] = []
     lock = threading.Lock()
 

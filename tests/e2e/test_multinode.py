@@ -34,7 +34,7 @@ from alarmhub.store.engine import open_engine
 from alarmhub.xm import errors
 from tests.support.console_client import Console, queue_rows, read_events
 from tests.support.database import UNROUTED, drop_database, new_database
-from tests.support.processes import Server, cli, wait_for
+from tests.support.processes import Server, cli, start_all, wait_for
 
 pytestmark = [
     pytest.mark.long,
@@ -185,7 +185,7 @@ def test_three_nodes_one_killed_mid_load(tmp_path: Path, database_url: str) -> N
         "ALARMHUB_RUNAWAY_MINUTES": "10",
     }  # the nodes share the data directory, so its secret key too
     token = provision(tmp_path, env, database_url)
-    nodes = [Server(tmp_path, env=env).start() for _ in range(3)]
+    nodes = start_all(Server(tmp_path, env=env) for _ in range(3))
     engine = open_engine(database_url)
     try:
         leaders = wait_for(
@@ -342,7 +342,7 @@ def test_two_nodes_share_nonces_and_live_queues(tmp_path: Path, database_url: st
     env = {"ALARMHUB_DATABASE_URL": database_url}
     token = provision(tmp_path, env, database_url)
     cli(tmp_path, "apiuser", "add", "reports", "--password", "reports-password-1", env=env)
-    first, second = (Server(tmp_path, env=env).start() for _ in range(2))
+    first, second = start_all(Server(tmp_path, env=env) for _ in range(2))
     try:
         with QueryClient(
             first.url, appkey="app", username="reports", password="reports-password-1"

@@ -37,6 +37,7 @@ from tests.support.processes import (
     cli_json,
     free_port,
     provision,
+    start_all,
     wait_for,
 )
 from tests.support.sms_gateway import ACCOUNT_SID, AUTH_TOKEN, SmsGateway
@@ -291,7 +292,7 @@ def test_two_nodes_send_each_message_once(tmp_path: Path) -> None:
         account(tmp_path, number, subscriber(f"C{number}", "alarm", "email"))
     set_gateways(tmp_path, smtp.port)
     url = {"ALARMHUB_DATABASE_URL": database_url(tmp_path)}
-    nodes = [Server(tmp_path / f"node{n}", env=url).start() for n in range(2)]
+    nodes = start_all(Server(tmp_path / f"node{n}", env=url) for n in range(2))
     try:
         for n, number in enumerate(numbers):  # posted to either node
             station = Station(nodes[n % 2], token, tmp_path)

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from alarmhub.core.alarm_types import LATE_TO_CLOSE
 from alarmhub.store.engine import open_engine
 from tests.support.database import drop_database, new_database
-from tests.support.processes import Server, as_dict, cli, wait_for
+from tests.support.processes import Server, as_dict, cli, start_all, wait_for
 from tests.support.schedules import STATION_ENV, closed_a_minute_ago, closing_soon
 
 pytestmark = [pytest.mark.long, pytest.mark.backends("postgresql")]
@@ -53,7 +53,7 @@ def set_schedule(data_dir: Path, env: dict[str, str], window: list[str]) -> None
 
 def test_two_nodes_raise_one_late_to_close(tmp_path: Path, env: dict[str, str]) -> None:
     cli(tmp_path, "account", "add", ACCOUNT, "--name", "Acme Widgets", env=env)
-    nodes = [Server(tmp_path, env=env).start() for _ in range(2)]
+    nodes = start_all(Server(tmp_path, env=env) for _ in range(2))
     try:
         window, _ = closed_a_minute_ago()
         set_schedule(tmp_path, env, window)

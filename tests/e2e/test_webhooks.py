@@ -33,7 +33,16 @@ from alarmhub.store.commit import lock_incidents
 from alarmhub.store.engine import open_engine
 from tests.support.crashing import alive, wait_gone
 from tests.support.database import database_url
-from tests.support.processes import Server, as_dict, as_list, cli, cli_json, provision, wait_for
+from tests.support.processes import (
+    Server,
+    as_dict,
+    as_list,
+    cli,
+    cli_json,
+    provision,
+    start_all,
+    wait_for,
+)
 from tests.support.webhook_receiver import ALLOW_PRIVATE, Attempt, Receiver, closed_port
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
@@ -304,7 +313,7 @@ def test_three_nodes_deliver_each_event_once(tmp_path: Path, engine: Engine) -> 
     counted at the receiver by its webhook-id after every node has stopped (nothing is in flight
     any more), and ``webhook deliveries`` records that one attempt for each."""
     receivers = [Receiver().start() for _ in range(2)]
-    nodes = [Server(tmp_path).start() for _ in range(3)]
+    nodes = start_all(Server(tmp_path) for _ in range(3))
     try:
         hooks = {add_webhook(tmp_path, r.url, *events.KINDS)[0]: r for r in receivers}
         sent = [publish(engine, f"70{n % 60:04d}") for n in range(600)]

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -250,6 +250,20 @@ class Server:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=30)
+
+
+def start_all(servers: Iterable[Server]) -> list[Server]:
+    """Start each server, in order; if one cannot start, kill those started before it (the
+    test's ``finally`` never gets them) and raise."""
+    started: list[Server] = []
+    try:
+        for server in servers:
+            started.append(server.start())
+    except BaseException:
+        for server in started:
+            server.kill()
+        raise
+    return started
 
 
 def contact_id_request(
