@@ -22,7 +22,7 @@ import pytest
 
 from alarmhub.core import events
 from tests.support import pg_cluster
-from tests.support.cluster_node import Senders, cluster_node, routed_twice, stored_keys
+from tests.support.cluster_node import Senders, cluster_node, tally
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import Server, cli, free_port, wait_for
 
@@ -89,16 +89,12 @@ def test_a_child_killed_during_the_failover_loses_nothing_acknowledged(
             60,
         )
         senders.stop.set()
-    missing = senders.acknowledged - stored_keys(cluster)
-    refused = [(status, code) for _, status, code in senders.answers if status != 200]
-    twice = routed_twice(cluster)
+    counted = tally(senders, cluster)
     print(
-        f"\nprimary and {child} killed: acknowledged {len(senders.acknowledged)}, missing "
-        f"{len(missing)}, routed twice {twice}; fault to promotion "
+        f"\nprimary and {child} killed: {counted.summary()}; fault to promotion "
         f"{promoted_at - faulted_at:.2f} s, promotion to the first 200 "
         f"{first - promoted_at:.2f} s; {child} {before[0]} started again as {again[0]}; "
-        f"answers not 200: {len(refused)} ({sorted(set(refused), key=str)})"
+        f"{counted.refusals()}"
     )
-    assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
-    assert {code for status, code in refused if status is not None} <= {"STORE-1"}
-    assert twice == 0, "a signal was routed more than once"
+    counted.assert_nothing_lost()
+    assert {code for status, code in counted.refused if status is not None} <= {"STORE-1"}

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import httpx
 import psycopg
@@ -159,6 +159,36 @@ def routed_twice(cluster: Database) -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+class Tally(NamedTuple):
+    """What a fault test counts once its load has stopped: the Idempotency-Keys answered 200,
+    those of them not stored, the answers that were not 200 (status, code), and the signals
+    routed more than once."""
+
+    acknowledged: set[str]
+    missing: set[str]
+    refused: list[tuple[int | None, str]]
+    twice: int
+
+    def summary(self) -> str:
+        return (f"acknowledged {len(self.acknowledged)}, missing {len(self.missing)}, routed "
+                f"twice {self.twice}")  # fmt: skip
+
+    def refusals(self) -> str:
+        return f"answers not 200: {len(self.refused)} ({sorted(set(self.refused), key=str)})"
+
+    def assert_nothing_lost(self) -> None:
+        """Every signal acknowledged is stored, and none routed twice."""
+        assert not self.missing, f"acknowledged but not stored: {sorted(self.missing)[:10]}"
+        assert self.twice == 0, "a signal was routed more than once"
+
+
+def tally(senders: Senders, cluster: Database) -> Tally:
+    """The counts of a run whose senders have stopped, against the cluster's primary."""
+    refused = [(status, code) for _, status, code in senders.answers if status != 200]
+    missing = senders.acknowledged - stored_keys(cluster)
+    return Tally(senders.acknowledged, missing, refused, routed_twice(cluster))
 
 
 def reachable(cluster: Database) -> bool:
