@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
 import gc
 import importlib
@@ -47,6 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 from alarmhub import metrics
+from alarmhub.node import lifeline
 
 log = logging.getLogger("alarmhub.node.spawner")
 PR_SET_CHILD_SUBREAPER = 36
@@ -246,16 +245,9 @@ def _unusable() -> str | None:
     return None
 
 
-def _prctl(option: int, value: int | bytes) -> int:
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    result: int = libc.prctl(option, value, 0, 0, 0)
-    return result
-
-
 def _subreaper(on: bool) -> None:
     """Make this process the parent of its orphaned descendants (or no longer)."""
-    if _prctl(PR_SET_CHILD_SUBREAPER, int(on)) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+    lifeline.prctl(PR_SET_CHILD_SUBREAPER, int(on), "PR_SET_CHILD_SUBREAPER")
 
 
 def process_name(module: str) -> str:
@@ -266,7 +258,7 @@ def process_name(module: str) -> str:
 def _name_self(name: str) -> None:
     """Name this process (``/proc/self/comm``); a system that cannot is left as it is."""
     with contextlib.suppress(OSError, AttributeError):
-        _prctl(PR_SET_NAME, name.encode()[:15])
+        lifeline.prctl(PR_SET_NAME, name.encode()[:15], "PR_SET_NAME")
 
 
 def start(preload: Sequence[str] = ()) -> bool:
