@@ -3,7 +3,7 @@ synchronous standby (``tests.support.pg_cluster``) and a node on its multi-host 
 
 Shown: with the standby gone while ``synchronous_standby_names`` waits for it, a signal to a
 node of two workers is answered ``503 STORE-1`` (never 200, never left hanging), a DC-09 frame
-is not acknowledged, and ``/healthz`` answers 503; once the standby is back, ``/healthz``
+is answered NAK, and ``/healthz`` answers 503; once the standby is back, ``/healthz``
 answers 200, signals 200 and DC-09 frames ACK again, and the database holds every signal
 answered 200, each routed once. The console's LISTEN connection works on both forms of the
 multi-host URL. Figures of a run: docs/reliability.md. Selected with ``-m faults``; needs the
@@ -92,14 +92,14 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
         for n in range(6):
             post(f"during-{n}", n)
         health = wait_for(lambda: unhealthy(client), "/healthz 503 while nothing commits", 60)
-        # a DC-09 frame is not acknowledged (no answer: the panel sends it again)
-        unanswered = panel.udp(dc09_event(2), timeout=COMMIT_TIMEOUT_S + 3)
+        # a DC-09 frame is answered NAK (decisions §14): the panel sends it again
+        refused_frame = panel.udp(dc09_event(2), timeout=COMMIT_TIMEOUT_S + 3)
         refused = answers[during:]
         print(f"\nstandby gone: answers (status, code, seconds): {refused}")
         assert {(status, code) for status, code, _ in refused} == {(503, "STORE-1")}
         assert health.status_code == 503
         assert health.json()["message"] == "database not committing"
-        assert unanswered is None, f"a DC-09 frame answered while nothing commits: {unanswered!r}"
+        assert kind(refused_frame) == "NAK", f"a DC-09 frame, nothing committing: {refused_frame!r}"
 
         wait_for(lambda: senders.refused() >= REFUSED, "the senders refused meanwhile", 60)
         cluster.start_standby()

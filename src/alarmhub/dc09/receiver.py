@@ -1,8 +1,9 @@
 """What the receiver does with one frame, and what a DC-09 event is stored as. No I/O.
 
 :func:`decide` checks a frame in the order of ``docs/dc09.md`` and says how to answer: not at
-all (bad CRC or length), DUH (cannot process), NAK (stale timestamp), or ACK once its events are
-stored. :func:`signals` turns the events into the signals that the writer commits.
+all (bad CRC or length), DUH (cannot process), NAK (stale timestamp; the server NAKs too when the
+events cannot be stored), or ACK once its events are stored. :func:`signals` turns the events
+into the signals that the writer commits.
 """
 
 from __future__ import annotations

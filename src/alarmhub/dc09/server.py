@@ -25,6 +25,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Connection
@@ -35,6 +36,7 @@ from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
 from alarmhub.dc09 import frame, receiver
 from alarmhub.dc09.accounts import AccountBook
+from alarmhub.dc09.answer import nak
 from alarmhub.dc09.frame import RawFrame
 from alarmhub.dc09.receiver import Decision, Reply
 from alarmhub.store.commit import Stored
@@ -49,6 +51,15 @@ _ANSWERS = {v: metrics.Tally(metrics.DC09_FRAMES.labels(v.value)) for v in Reply
 _ACKED = _ANSWERS[Reply.ACK]
 ACCEPTED = metrics.Tally(metrics.SIGNALS_ACCEPTED.labels("dc09"))
 DEDUPLICATED = metrics.Tally(metrics.SIGNALS_DEDUPLICATED.labels("dc09"))
+
+
+def _refused(error: str) -> bytes:
+    """The answer to a frame whose events could not be stored (the database down, the writer
+    restarting, a commit not completed within ``store_commit_timeout``): NAK with the receiver's
+    time, as decisions §14 says; the panel sends the frame again."""
+    _ANSWERS[Reply.NAK].inc()
+    log.error("dc09 event not stored; answered NAK", extra={"error": error})
+    return nak(datetime.now(UTC))
 
 
 def _shown(raw: RawFrame) -> str:
@@ -143,8 +154,8 @@ class Receiver:
 
     def accept(self, decision: Decision, peer: str) -> bytes | asyncio.Future[bytes | None]:
         """The ACK of an accepted frame: at once for a link test; for events, a future that
-        resolves to it once the commit holding them is durable (to None when they could not be
-        stored: no answer, the panel sends again). Callbacks, not a task per frame."""
+        resolves to it once the commit holding them is durable (to a NAK when they could not be
+        stored, decisions §14: the panel sends again). Callbacks, not a task per frame."""
         if not decision.events:
             return self._acknowledge(decision)
         msg = decision.message
@@ -155,8 +166,7 @@ class Receiver:
         try:
             stored = list(map(self._writer.enqueue, signals))
         except StoreUnavailable as exc:
-            log.error("dc09 event not stored; not acknowledged", extra={"error": repr(exc)})
-            answer.set_result(None)
+            answer.set_result(_refused(repr(exc)))
             return answer
         committed = functools.partial(self._committed, decision, signals, stored, answer, peer)
         for future in stored:
@@ -173,7 +183,7 @@ class Receiver:
         peer: str,
         _: object,
     ) -> None:
-        """Once every event of a frame is stored (or not): its ACK, or None when one of them
+        """Once every event of a frame is stored (or not): its ACK, or a NAK when one of them
         could not be stored (the panel sends the frame again)."""
         if answer.done():  # answered when an earlier event's callback found them all done
             return
@@ -184,8 +194,7 @@ class Receiver:
         for future in stored:
             if future.cancelled() or future.exception() is not None:
                 error = "cancelled" if future.cancelled() else repr(future.exception())
-                log.error("dc09 event not stored; not acknowledged", extra={"error": error})
-                answer.set_result(None)
+                answer.set_result(_refused(error))
                 return
         debug = log.isEnabledFor(logging.DEBUG)
         for sig, future in zip(signals, stored, strict=True):
