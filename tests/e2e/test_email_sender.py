@@ -131,6 +131,26 @@ def test_a_sender_keeps_its_connection_and_replaces_one_the_server_closed(
     assert plain.greetings() == 2  # one connection for the first two, a new one after
 
 
+@pytest.mark.parametrize("idle", [False, True])
+def test_a_kept_connection_is_checked_only_once_it_was_idle_a_while(
+    plain: SmtpServer, idle: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Used again at once, a kept connection goes on without a NOOP (a storm pays no extra
+    round trip a message); kept longer than CHECK_AFTER_SECONDS, it is checked first."""
+    if idle:
+        monkeypatch.setattr(email, "CHECK_AFTER_SECONDS", 0.0)
+
+    async def three() -> list[delivery.Attempt]:
+        sender = email.EmailSender(email.SmtpServer.from_url(url(plain)))
+        try:
+            return [await sender.send(MESSAGE) for _ in range(3)]
+        finally:
+            await sender.close()
+
+    assert [a.verdict for a in asyncio.run(three())] == [delivery.SENT] * 3
+    assert (plain.greetings(), plain.noops()) == (1, 2 if idle else 0)
+
+
 def test_concurrent_messages_share_a_bounded_number_of_connections(plain: SmtpServer) -> None:
     async def many() -> list[delivery.Attempt]:
         server = email.SmtpServer.from_url(url(plain))

@@ -152,6 +152,13 @@ class SmtpServer:
         except FileNotFoundError:
             return 0
 
+    def noops(self) -> int:
+        """How many NOOP it was sent (a client checking a connection it kept)."""
+        try:
+            return len((self.directory / "noop.log").read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
     def arrived(self) -> list[Arrived]:
         """What it accepted, in the order it came."""
         found = []
@@ -188,6 +195,11 @@ class _Handler:
             log.write(f"{hostname}\n")
         session.host_name = hostname
         return responses
+
+    async def handle_NOOP(self, server: Any, session: Any, envelope: Any, arg: str) -> str:
+        with self._lock, (self._directory / "noop.log").open("a") as log:
+            log.write("NOOP\n")
+        return "250 OK"
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: list[str]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from email.errors import HeaderParseError
 from email.headerregistry import Address
+from functools import lru_cache
 from string import Template
 from typing import Any
 from urllib.parse import urlsplit
@@ -121,8 +122,9 @@ def header_safe(value: str) -> str:
     """``value`` fit for a header (a subject, an address): every control character (CR, LF,
     NUL, ...), line or paragraph separator and format character made a space, trimmed."""
     cleaned = _CONTROL.sub(" ", value)
-    cleaned = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
-                      for c in cleaned)  # fmt: skip
+    if not cleaned.isascii():  # ASCII has no format characters or separators but the above
+        cleaned = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+                          for c in cleaned)  # fmt: skip
     return " ".join(cleaned.split())
 
 
@@ -338,13 +340,18 @@ def _fill(text: str, values: Mapping[str, str]) -> str:
     """``text`` with its placeholders filled in; a line whose placeholders all come out empty
     (a zone the event has not) is left out."""
     lines = []
-    for line in text.splitlines():
-        template = Template(line)
-        used = template.get_identifiers()
+    for template, used in _lines(text):
         if used and not any(values.get(name) for name in used):
             continue
         lines.append(template.safe_substitute(values))
     return "\n".join(lines)
+
+
+@lru_cache(maxsize=256)
+def _lines(text: str) -> tuple[tuple[Template, tuple[str, ...]], ...]:
+    """A template's lines, each with the placeholders it uses (read once a template)."""
+    templates = map(Template, text.splitlines())
+    return tuple((template, tuple(template.get_identifiers())) for template in templates)
 
 
 def render(templates: Templates, occurrence: Occurrence, zone: tzinfo) -> Message:

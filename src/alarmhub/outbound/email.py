@@ -35,6 +35,7 @@ from email.errors import HeaderParseError
 from email.header import Header
 from email.headerregistry import Address
 from email.utils import format_datetime, formataddr, make_msgid
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import aiosmtplib
@@ -105,6 +106,7 @@ ENCODED_LINE = 76
 CRLF = "\r\n"
 
 
+@lru_cache(maxsize=4096)  # the sender's, and a recipient's for each message of a storm
 def address(text: str, name: str = "") -> Address:
     """One plain ``local@domain`` address (with a display name), as the standard library parses
     it; ``ValueError`` for anything else (several addresses, a display name inside, CR or LF)."""
@@ -159,14 +161,18 @@ def _part(subtype: str, text: str) -> list[str]:
 
 CONNECTIONS_MAX = 8
 """Connections to one server at most (servers limit how many one client may open)."""
+CHECK_AFTER_SECONDS = 5.0
+"""A kept connection idle longer than this is checked (NOOP) before it is used again; one used
+more recently goes on at once (a storm does not pay a round trip a message)."""
 
 
 class EmailSender:
     """Sends messages through one SMTP server on at most ``connections_max`` connections at
     once, keeping up to ``idle_max`` open between messages (a storm does not pay a connection,
-    a TLS handshake and AUTH for each): :meth:`send`; then :meth:`close`. A kept connection is
-    checked (NOOP) before it is used again: one the server closed meanwhile is replaced,
-    nothing sent on it."""
+    a TLS handshake and AUTH for each): :meth:`send`; then :meth:`close`. A kept connection idle
+    for over CHECK_AFTER_SECONDS is checked (NOOP) before it is used again; one the server
+    closed meanwhile is replaced, and a message the server hung up on before answering, on a
+    connection kept but not checked, is sent at once on a new one."""
 
     def __init__(
         self,
@@ -176,7 +182,7 @@ class EmailSender:
     ) -> None:
         self.server = server
         self._idle_max = idle_max
-        self._idle: list[aiosmtplib.SMTP] = []
+        self._idle: list[tuple[aiosmtplib.SMTP, float]] = []  # and when it was last used
         self._slots = asyncio.Semaphore(connections_max)
 
     async def send(self, email: Email) -> delivery.Attempt:
@@ -191,8 +197,15 @@ class EmailSender:
     async def _send(self, message: bytes, email: Email) -> delivery.Attempt:
         client: aiosmtplib.SMTP | None = None
         try:
-            client = await self._connection()
-            await client.sendmail(email.sender, [email.to], message)  # as built
+            client, checked = await self._connection()
+            try:
+                await client.sendmail(email.sender, [email.to], message)  # as built
+            except aiosmtplib.SMTPServerDisconnected:
+                if checked:
+                    raise
+                client.close()  # closed by the server while it was kept: a new one
+                client = await self._connect()
+                await client.sendmail(email.sender, [email.to], message)
             attempt = delivery.sent(250)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             refused = exc.recipients[0]
@@ -215,17 +228,28 @@ class EmailSender:
     async def close(self) -> None:
         """Close the connections kept (QUIT, each within the server's timeout)."""
         idle, self._idle = self._idle, []
-        for client in idle:
+        for client, _ in idle:
             await _quit(client)
 
-    async def _connection(self) -> aiosmtplib.SMTP:
+    async def _connection(self) -> tuple[aiosmtplib.SMTP, bool]:
+        """A connection to send on (a kept one when there is one) and whether it is known to
+        be open: new, or checked with a NOOP."""
+        loop = asyncio.get_running_loop()
         while self._idle:
-            client = self._idle.pop()
+            client, used = self._idle.pop()
+            if not client.is_connected:
+                client.close()
+                continue
+            if loop.time() - used <= CHECK_AFTER_SECONDS:
+                return client, False
             try:
                 await client.noop()
-                return client
+                return client, True
             except (aiosmtplib.SMTPException, OSError):
                 client.close()
+        return await self._connect(), True
+
+    async def _connect(self) -> aiosmtplib.SMTP:
         server = self.server
         client = aiosmtplib.SMTP(
             hostname=server.host,
@@ -246,7 +270,7 @@ class EmailSender:
 
     async def _done(self, client: aiosmtplib.SMTP, keep: bool) -> None:
         if keep and client.is_connected and len(self._idle) < self._idle_max:
-            self._idle.append(client)
+            self._idle.append((client, asyncio.get_running_loop().time()))
         else:
             await _quit(client)
 
