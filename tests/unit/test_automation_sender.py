@@ -394,3 +394,54 @@ def test_a_peer_that_takes_nothing_is_dropped_not_written_to_without_end() -> No
         assert transport.closed
 
     run(scenario)
+
+
+# a connection being opened when the sender stops -----------------------------------------------
+
+
+class _Made:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_open_abandoned_as_the_sender_stops_is_cancelled_closed_or_kept_quiet() -> None:
+    """The sender stopped while its open was failing (or about to succeed): the failure is not
+    left to be logged as never retrieved, with its traceback; a connection made all the same is
+    closed; an open still under way is cancelled."""
+    import gc
+
+    unretrieved: list[dict[str, object]] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unretrieved.append(ctx))
+
+        async def refused() -> Peer:
+            raise ConnectionRefusedError(111, "Connect call failed")
+
+        failed = asyncio.ensure_future(refused())
+        await asyncio.sleep(0)
+        assert failed.done()
+        automation._abandon(failed)  # type: ignore[arg-type]
+        del failed
+
+        made_peer = _Made()
+
+        async def made() -> _Made:
+            return made_peer
+
+        opened = asyncio.ensure_future(made())
+        await asyncio.sleep(0)
+        automation._abandon(opened)  # type: ignore[arg-type]
+        assert made_peer.closed
+
+        pending = asyncio.ensure_future(asyncio.sleep(60))
+        automation._abandon(pending)  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert pending.cancelled()
+        gc.collect()
+
+    run(scenario)
+    gc.collect()
+    assert unretrieved == []

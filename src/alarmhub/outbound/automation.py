@@ -336,11 +336,9 @@ class OutputSender:
                     return opening.result()
                 if await self._wants_to_send(connected=False):
                     self._failing(f"no connection at {self.line.address}")
-        finally:
-            if not opening.done():
-                opening.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await opening
+        except BaseException:  # stopped meanwhile (or the open failed: already retrieved)
+            _abandon(opening)
+            raise
 
     async def _converse(self, peer: Peer) -> None:
         while True:
@@ -468,3 +466,14 @@ async def link_test(settings: OutputSettings) -> str:
         return "; ".join(problems)
     finally:
         await line.close()
+
+
+def _abandon(opening: asyncio.Future[Peer]) -> None:
+    """A connection being opened that nobody waits for any more: cancelled; one made all the
+    same is closed, and a failure is retrieved (not logged later as never retrieved, with a
+    traceback, when the sender stopped while the open was failing)."""
+    if not opening.done():
+        opening.cancel()
+        opening.add_done_callback(_abandon)
+    elif not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
