@@ -21,7 +21,10 @@
   }
 
   const at = (iso) => (iso ? hub.when(Date.parse(iso) * 1000) : "");
-  const hours = (windows) => windows.map((w) => `${w.open}-${w.close}`).join(", ") || "closed";
+  // a close at the open's time ends the next day: 24 hours
+  const span = (w) => (w.open !== w.close ? `${w.open}-${w.close}`
+    : w.open === "00:00" ? "around the clock" : `${w.open} for 24 h`);
+  const hours = (windows) => windows.map(span).join(", ") || "closed";
 
   // the alarm screen ---------------------------------------------------------------------------
 
