@@ -169,7 +169,7 @@ def make_station(data_dir: Path, accounts: int, backlog: int, webhook_port: int 
         alarmhub(data_dir, "webhook", "add", f"http://127.0.0.1:{webhook_port}/hook",
                  "--event", "alarm.raised", env=ALLOW_PRIVATE)  # fmt: skip
     port = free_port()
-    node = start_node(data_dir, port, 1_000_000, data_dir / "setup.log")
+    node = start_node(data_dir, port, 1_000_000, data_dir / "setup.log", env=ALLOW_PRIVATE)
     try:
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
@@ -205,7 +205,7 @@ def count(db: Path, sql: str) -> int:
 def round_of(arm: str, data_dir: Path, station: Any, args: argparse.Namespace) -> dict[str, Any]:
     token, key = station
     port = free_port()
-    node = start_node(data_dir, port, 1_000_000, data_dir / f"node-{arm}.log")
+    node = start_node(data_dir, port, 1_000_000, data_dir / f"node-{arm}.log", env=ALLOW_PRIVATE)
     ctx = mp.get_context("spawn")
     stop, opened = ctx.Event(), ctx.Queue()
     holder = None

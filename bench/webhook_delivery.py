@@ -155,7 +155,9 @@ def backlog_cpu(backlogs: int, backlog: int, seconds: float) -> None:
     node = None
     try:
         provision(data_dir, 10)
-        node = start_node(data_dir, free_port(), 1_000_000, data_dir / "node.log")
+        node = start_node(
+            data_dir, free_port(), 1_000_000, data_dir / "node.log", env=ALLOW_PRIVATE
+        )
         nowhere = f"http://127.0.0.1:{free_port()}/hook"  # refused: every attempt fails
         for _ in range(backlogs):
             alarmhub(
@@ -233,7 +235,7 @@ def main() -> None:
     try:
         token, _ = provision(data_dir, args.accounts)
         port = free_port()
-        node = start_node(data_dir, port, 1_000_000, data_dir / "node.log")
+        node = start_node(data_dir, port, 1_000_000, data_dir / "node.log", env=ALLOW_PRIVATE)
         kinds = ("alarm.raised", "alarm.taken", "alarm.resolved", "alarm.restored",
                  "account.test_started", "account.test_ended", "supervision.failed",
                  "supervision.restored")  # fmt: skip

@@ -13,14 +13,18 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import Connection, update
 
+from alarmhub.clock import now_us
 from alarmhub.core import events
 from alarmhub.store import engine as store_engine
+from alarmhub.store import events as outbox
+from alarmhub.store import operations
 from alarmhub.store import schema as s
+from alarmhub.store.commit import lock_incidents
 from tests.support.database import database_url
-from tests.support.processes import as_list, cli, cli_json
-from tests.support.webhook_receiver import ALLOW_PRIVATE
+from tests.support.processes import Server, as_list, cli, cli_json, wait_for
+from tests.support.webhook_receiver import ALLOW_PRIVATE, Receiver
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -107,3 +111,60 @@ def test_webhook_list_never_shows_a_password_stored_before(tmp_path: Path) -> No
     assert [h["url"] for h in listed] == ["https://***@1.1.1.1:8443/hook?a=b"]
     shown = cli(tmp_path, "webhook", "list").stdout
     assert "s3cret" not in shown and "user" not in shown
+
+
+def publish_alarm(data_dir: Path) -> str:
+    """An alarm.raised event in the outbox, as the station's changes write it; its
+    webhook-id."""
+    engine = store_engine.open_engine(database_url(data_dir))
+    try:
+
+        def work(conn: Connection) -> int:
+            lock_incidents(conn)
+            data = {"account": "700001", "incident_number": 1, "alarm_id": 1, "type": "BURG",
+                    "hist_text": "BURGLARY", "priority": "2"}  # fmt: skip
+            outbox.publish(conn, events.ALARM_RAISED, "700001", data, now_us())
+            return int(outbox.newest(conn))
+
+        return events.event_id_text(operations.run(engine, work))
+    finally:
+        engine.dispose()
+
+
+def errors(data_dir: Path) -> list[str]:
+    found = as_list(cli_json(data_dir, "webhook", "deliveries"))
+    return [str(d["last_error"]) for d in found if d["last_error"]]
+
+
+@pytest.mark.backends("sqlite")  # the check is the sender's: the database plays no part
+def test_a_host_that_resolves_to_a_private_address_when_sending_is_not_connected_to(
+    tmp_path: Path,
+) -> None:
+    """DNS rebinding: a host whose name resolved to a public address when the webhook was added
+    resolves to a private one when the node sends (here: ``localhost``, added while private
+    targets were allowed, then sent by a node that does not allow them). The node resolves the
+    host when it connects, checks every address and connects to none: the receiver gets nothing,
+    and the delivery's error says why. With the setting, the same node delivers it. Before: the
+    node connected to whatever the name resolved to then."""
+    receiver = Receiver().start()
+    try:
+        url = receiver.url.replace("127.0.0.1", "localhost")
+        code, said = add(tmp_path, url, ALLOW_PRIVATE)
+        assert code == 0, said
+        event = publish_alarm(tmp_path)
+        node = Server(tmp_path).start()
+        try:
+            said = wait_for(lambda: errors(tmp_path), "the delivery's error", 30)
+        finally:
+            node.kill()
+        assert "the URL's host is a loopback address" in said[0], said
+        assert receiver.delivered_ids() == []
+        node = Server(tmp_path, env=dict(ALLOW_PRIVATE)).start()
+        try:
+            # tried again on its schedule (the first retries 2 s and 8 s after)
+            wait_for(lambda: receiver.delivered_ids(), "delivered with the setting", 60)
+        finally:
+            node.kill()
+        assert receiver.delivered_ids() == [event]
+    finally:
+        receiver.stop()

@@ -69,7 +69,7 @@ def test_one_accounts_failing_backlog_holds_back_no_other_account(
     the failing account keeps its order (its first event is retried, the rest wait behind it)
     and its retry schedule (the second attempt no sooner than the first delay)."""
     receiver = Receiver(failing_accounts=frozenset({FAILING})).start()
-    node = Server(tmp_path).start()
+    node = Server(tmp_path, env=dict(ALLOW_PRIVATE)).start()
     try:
         adding = ["webhook", "add", receiver.url, "--event", events.TEST_STARTED, "--json"]
         added = as_dict(json.loads(cli(tmp_path, *adding, env=ALLOW_PRIVATE).stdout))

@@ -66,7 +66,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 @pytest.fixture
 def node(tmp_path: Path, engine: Engine) -> Iterator[Server]:
-    server = Server(tmp_path).start()
+    server = Server(tmp_path, env=dict(ALLOW_PRIVATE)).start()
     yield server
     server.kill()
 
@@ -182,7 +182,7 @@ def test_killed_between_commit_and_delivery_delivers_after_restart(
     node.kill()  # SIGKILL
     receiver = down.start()
     try:
-        restarted = Server(tmp_path).start()
+        restarted = Server(tmp_path, env=dict(ALLOW_PRIVATE)).start()
         try:
             wait_for(lambda: receiver.delivered, "delivered after restart", DELIVERY_DEADLINE_S)
         finally:
@@ -263,7 +263,7 @@ def test_a_hanging_receiver_does_not_delay_signals(
     tmp_path: Path, engine: Engine, receiver: Receiver
 ) -> None:
     token = provision(tmp_path)
-    server = Server(tmp_path).start()
+    server = Server(tmp_path, env=dict(ALLOW_PRIVATE)).start()
     try:
 
         def signal_latencies(count: int) -> list[float]:
@@ -313,7 +313,7 @@ def test_three_nodes_deliver_each_event_once(tmp_path: Path, engine: Engine) -> 
     counted at the receiver by its webhook-id after every node has stopped (nothing is in flight
     any more), and ``webhook deliveries`` records that one attempt for each."""
     receivers = [Receiver().start() for _ in range(2)]
-    nodes = start_all(Server(tmp_path) for _ in range(3))
+    nodes = start_all(Server(tmp_path, env=dict(ALLOW_PRIVATE)) for _ in range(3))
     try:
         hooks = {add_webhook(tmp_path, r.url, *events.KINDS)[0]: r for r in receivers}
         sent = [publish(engine, f"70{n % 60:04d}") for n in range(600)]

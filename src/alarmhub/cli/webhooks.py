@@ -4,7 +4,6 @@ webhook worker uses."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -89,10 +88,9 @@ def _check_target(url: str) -> None:
         found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         raise ProvisioningError(f"the URL's host {host!r} does not resolve") from None
-    for *_, sockaddr in found:
-        problem = rules.address_problem(ipaddress.ip_address(str(sockaddr[0]).partition("%")[0]))
-        if problem:
-            raise ProvisioningError(problem)
+    problem = rules.resolved_problem(str(sockaddr[0]) for *_, sockaddr in found)
+    if problem:
+        raise ProvisioningError(problem)
 
 
 @webhook_group.command("list")

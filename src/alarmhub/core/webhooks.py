@@ -106,6 +106,20 @@ def address_problem(address: Address) -> str | None:
     return f"the URL's host is a {kind} address ({address}): set {setting} to allow it"
 
 
+def resolved_problem(addresses: Iterable[str]) -> str | None:
+    """Why a webhook must not go to a host that resolves to ``addresses`` (as the resolver
+    gives them, an IPv6 one with its ``%scope``): the first address that is not public (every
+    one must be, or a name that resolves to a public and a private address could be sent to the
+    private one), or that it resolves to none."""
+    found = False
+    for text in addresses:
+        found = True
+        problem = address_problem(ipaddress.ip_address(text.partition("%")[0]))
+        if problem:
+            return problem
+    return None if found else "the URL's host resolves to no address"
+
+
 def shown_url(url: str) -> str:
     """A webhook's URL as listed: a user or password (of a webhook added before they were
     refused) replaced by ``***``."""

@@ -122,7 +122,8 @@ class Runtime:
             self._delivery_engine = store_engine.open_engine(settings.database, synchronous=False)
             self.deliveries = [
                 *delivery_process.workers(self._delivery_engine, settings.data_dir,
-                                          settings.timezone)
+                                          settings.timezone,
+                                          allow_private=settings.webhook_allow_private)
             ]  # fmt: skip
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:

@@ -71,14 +71,19 @@ def anything_to_deliver(conn: Connection) -> bool:
 
 
 def workers(
-    engine: Engine, data_dir: Path, timezone: str, node: str | None = None
+    engine: Engine,
+    data_dir: Path,
+    timezone: str,
+    node: str | None = None,
+    allow_private: bool = False,
 ) -> list[DeliveryWorker[Any, Any]]:
     """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
     station's ``timezone`` setting for the times of a digest); ``node``: the name they claim
-    lanes under (each its own when not given)."""
+    lanes under (each its own when not given); ``allow_private``: the setting
+    ``webhook_allow_private``."""
     key = secret_key.load(data_dir)
     running: list[DeliveryWorker[Any, Any]] = [
-        WebhookWorker(engine, key),
+        WebhookWorker(engine, key, allow_private=allow_private),
         NotifyWorker(engine, key, station_zone(timezone)),
     ]
     if node is not None:
@@ -101,6 +106,7 @@ class DeliveryProcess:
             "log_level": settings.log_level,
             "log_format": settings.log_format,
             "timezone": settings.timezone,
+            "webhook_allow_private": settings.webhook_allow_private,
         }
         self._env = None
         if metrics_dir is not None:
@@ -212,7 +218,8 @@ class DeliveryProcess:
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     engine = open_engine(config["url"], synchronous=False)  # deliveries can be derived again
     running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),
-                      config.get("claimant"))  # fmt: skip
+                      config.get("claimant"),
+                      config.get("webhook_allow_private", False))  # fmt: skip
     for worker in running:
         await worker.start()
     loop = asyncio.get_running_loop()

@@ -3,16 +3,25 @@ per receiver (scheme, host, port), the protocol spoken by h11 (the HTTP/1.1 stat
 itself is built on) without a general client's layers, so that a delivery costs little of the
 node's event loop. TLS through the standard library's default context (certificates verified);
 no redirects followed, no proxy from the environment, at most ``read_limit`` bytes of an answer
-read (the connection is then closed, not reused)."""
+read (the connection is then closed, not reused).
+
+Unless private targets are allowed (``webhook_allow_private``), a receiver's host is resolved
+when a connection is opened, every address checked (:func:`alarmhub.core.webhooks.
+resolved_problem`) and the connection made to a checked address, TLS still verifying the host's
+name: a name that resolved to a public address when the webhook was added and to a private one
+now (DNS rebinding) is not connected to (:class:`TargetRefused`)."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import h11
+
+from alarmhub.core.webhooks import resolved_problem
 
 Origin = tuple[str, str, int]
 READ_CHUNK = 65536
@@ -28,11 +37,17 @@ class _Connection:
         self.writer.close()
 
 
+class TargetRefused(OSError):
+    """A receiver's host resolves to an address webhooks may not go to: the attempt fails as
+    one with no connection does, the error saying why."""
+
+
 class WebhookHttp:
     """POST bodies to URLs; reuse each receiver's connections (at most ``idle_per_origin``
-    kept idle)."""
+    kept idle); ``allow_private``: connect to whatever the host resolves to."""
 
-    def __init__(self, read_limit: int, idle_per_origin: int = 32) -> None:
+    def __init__(self, read_limit: int, idle_per_origin: int = 32, allow_private: bool = False):
+        self._allow_private = allow_private
         self._read_limit = read_limit
         self._idle_max = idle_per_origin
         self._idle: dict[Origin, list[_Connection]] = {}
@@ -83,10 +98,18 @@ class WebhookHttp:
             if self._tls is None:
                 self._tls = ssl.create_default_context()
             tls = self._tls
-        reader, writer = await asyncio.open_connection(
-            host, port, ssl=tls, server_hostname=host if tls else None, limit=READ_CHUNK
-        )
-        return _Connection(reader, writer)
+        error: OSError | None = None
+        for address in [host] if self._allow_private else await _checked(host, port):
+            try:
+                reader, writer = await asyncio.open_connection(
+                    address, port, ssl=tls, server_hostname=host if tls else None, limit=READ_CHUNK
+                )
+            except OSError as exc:
+                error = exc
+                continue
+            return _Connection(reader, writer)
+        assert error is not None
+        raise error
 
     async def _exchange(
         self,
@@ -122,3 +145,14 @@ class WebhookHttp:
                 return status, reusable
             elif isinstance(event, h11.ConnectionClosed):
                 raise ConnectionResetError("the receiver closed the connection")
+
+
+async def _checked(host: str, port: int) -> list[str]:
+    """The addresses ``host`` resolves to now, each one allowed; TargetRefused when one is not
+    (an OSError when the name does not resolve)."""
+    found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = [str(sockaddr[0]) for *_, sockaddr in found]
+    problem = resolved_problem(addresses)
+    if problem:
+        raise TargetRefused(problem)
+    return list(dict.fromkeys(addresses))

@@ -50,9 +50,12 @@ class WebhookChannel:
     attempt_seconds = webhooks.ATTEMPT_SECONDS
     log = log
 
-    def __init__(self, key: Fernet, idle_per_origin: int = PER_TARGET) -> None:
+    def __init__(
+        self, key: Fernet, idle_per_origin: int = PER_TARGET, allow_private: bool = False
+    ) -> None:
         self._key = key
         self._idle_per_origin = idle_per_origin
+        self._allow_private = allow_private
         self._client: WebhookHttp | None = None
 
     def take(
@@ -94,7 +97,7 @@ class WebhookChannel:
                 "event": event_id_text(item.event_id)}  # fmt: skip
 
     async def open(self) -> None:
-        self._client = WebhookHttp(ANSWER_READ_BYTES, self._idle_per_origin)
+        self._client = WebhookHttp(ANSWER_READ_BYTES, self._idle_per_origin, self._allow_private)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -127,6 +130,10 @@ class WebhookWorker(DeliveryWorker[store.Claimed, store.Outcome]):
         poll_seconds: float = POLL_SECONDS,
         concurrency: int = CONCURRENCY,
         per_webhook: int = PER_TARGET,
+        allow_private: bool = False,
     ) -> None:
-        super().__init__(engine, WebhookChannel(key, per_webhook), poll_seconds=poll_seconds,
-                         concurrency=concurrency, per_target=per_webhook)  # fmt: skip
+        """``allow_private``: the setting ``webhook_allow_private`` (receivers on private
+        addresses; otherwise a host that resolves to one is not connected to)."""
+        channel = WebhookChannel(key, per_webhook, allow_private)
+        super().__init__(engine, channel, poll_seconds=poll_seconds, concurrency=concurrency,
+                         per_target=per_webhook)  # fmt: skip
