@@ -51,7 +51,7 @@ from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
 from alarmhub.node import spawner
 from alarmhub.settings import Settings
-from alarmhub.store import framing, operations
+from alarmhub.store import framing, operations, watchdog
 from alarmhub.store.commit import Stored, to_wire
 
 log = logging.getLogger("alarmhub.writer")
@@ -120,6 +120,7 @@ def writer_config(settings: Settings, leader: bool) -> dict[str, Any]:
         "log_level": s.log_level,
         "log_format": s.log_format,
         "leader": leader,
+        "stuck_seconds": watchdog.stuck_seconds(s.store_commit_timeout),
     }
 
 
