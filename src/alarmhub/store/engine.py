@@ -59,6 +59,7 @@ def open_engine(
     synchronous: bool = True,
     writer: bool = False,
     idle_in_transaction_seconds: float | None = None,
+    answer_seconds: float | None = None,
 ) -> Engine:
     """An engine for ``url`` with the dialect's settings applied.
 
@@ -69,7 +70,10 @@ def open_engine(
     ``writer``: the writer process's SQLite settings (``sqlite.configure``).
     ``idle_in_transaction_seconds``: on PostgreSQL, the server ends a session of this engine
     idle that long in a transaction (rolled back, its locks released): the writer's, whose
-    client may have given up on a silent connection (``store.watchdog``)."""
+    client may have given up on a silent connection (``store.watchdog``).
+    ``answer_seconds``: on PostgreSQL, a statement of this engine that the server has not
+    answered within that time fails (:class:`AnsweringConnection`); the node's readers and
+    other writes, so that a silent connection cannot hold a thread, nor a stop, for ever."""
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
         engine = create_engine(url, pool_size=8, max_overflow=8)
@@ -83,7 +87,12 @@ def open_engine(
     connect_args = _connection_defaults(parsed)
     if settings:
         connect_args["options"] = " ".join(f"-c {setting}" for setting in settings)
-    return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+    if answer_seconds is not None:
+        from alarmhub.store import answering
+
+        answering.bound(engine, answer_seconds)
+    return engine
 
 
 def _connection_defaults(url: URL) -> dict[str, str]:
@@ -241,11 +250,27 @@ def upgrade(engine: Engine) -> None:
     from alembic import command
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with write_transaction(engine) as connection:
+    with write_transaction(engine) as connection, unbounded(connection):
         if engine.dialect.name == "postgresql":  # nodes starting together migrate one by one
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+@contextmanager
+def unbounded(connection: Connection) -> Iterator[None]:
+    """No bound on how long the server takes to answer (``answer_seconds``) on ``connection``
+    meanwhile: a migration may take its time."""
+    driver = connection.connection.driver_connection
+    bound = getattr(driver, "answer_seconds", None)
+    if bound is None:
+        yield
+        return
+    driver.answer_seconds = None  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        driver.answer_seconds = bound  # type: ignore[union-attr]
 
 
 def is_new(engine: Engine) -> bool:

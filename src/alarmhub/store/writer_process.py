@@ -459,6 +459,9 @@ class WriterThread:
         self._thread.join()
         return self._code
 
+    def kill(self) -> None:
+        """A thread cannot be ended from outside: it is left to end with the process."""
+
     def _run(self) -> None:
         try:
             buffer = bytearray()
