@@ -1,11 +1,14 @@
 """A connection gone silent (``alarmhub.store.answering``): nothing answered, nothing closed,
 the packets still acknowledged (``tests.support.tcp_proxy``'s ``silence``). A statement of an
 engine given ``answer_seconds`` fails rather than wait for ever, and the engine's next
-connection works; a schema upgrade runs without the bound, which is back after it."""
+connection works; a schema upgrade runs without the bound, which is back after it. And how the
+writer's watchdog tells a silent session from one the server works on
+(``store.watchdog.server_working_on``)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -16,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from alarmhub.store import answering
 from alarmhub.store.engine import open_engine, unbounded
+from alarmhub.store.watchdog import server_working_on
 from tests.support.database import drop_database, new_database
 from tests.support.tcp_proxy import TcpProxy
 
@@ -77,3 +81,34 @@ def test_an_upgrade_runs_unbounded_and_the_bound_is_back_after(
         with unbounded(conn):
             assert getattr(driver, "answer_seconds", None) is None
         assert getattr(driver, "answer_seconds", None) == bound
+
+
+def test_the_server_tells_a_session_it_works_on_from_one_that_waits_for_its_client(
+    behind_proxy: tuple[TcpProxy, Engine],
+) -> None:
+    """``watchdog.server_working_on``: a statement waiting for a lock (as a commit waits for a
+    synchronous standby) is worked on; a session idle in its transaction, or gone, is not."""
+    _, engine = behind_proxy
+    url = engine.url.render_as_string(hide_password=False)
+    with engine.connect() as holder, engine.connect() as waiter:
+        holder.execute(text("CREATE TABLE counter (n INTEGER)"))
+        holder.execute(text("INSERT INTO counter VALUES (1)"))
+        holder.commit()
+        holder.execute(text("SELECT n FROM counter FOR UPDATE"))  # held, idle in transaction
+        holder_pid = holder.connection.driver_connection.info.backend_pid  # type: ignore[union-attr]
+        waiter_pid = waiter.connection.driver_connection.info.backend_pid  # type: ignore[union-attr]
+        blocked = threading.Thread(
+            target=lambda: waiter.execute(text("SELECT n FROM counter FOR UPDATE")), daemon=True
+        )
+        blocked.start()
+        deadline = time.monotonic() + 30
+        while not server_working_on(url, waiter_pid, 5) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server_working_on(url, waiter_pid, 5)
+        assert not server_working_on(url, holder_pid, 5)
+        holder.rollback()  # the lock released: the waiter goes on
+        blocked.join(30)
+        assert not blocked.is_alive()
+        waiter.rollback()
+    assert not server_working_on(url, 1 << 30, 5)  # no such session
+    assert not server_working_on(url, None, 5)

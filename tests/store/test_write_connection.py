@@ -101,6 +101,13 @@ def test_the_time_a_transaction_began_is_known_while_it_runs(engine: Engine) -> 
         with pytest.raises(RuntimeError), writer.transaction(durable=False):
             raise RuntimeError("failed")
         assert writer.busy_since is None
+        # the server's process of the connection, which the watchdog asks the server after
+        with writer.transaction() as conn:
+            if conn.dialect.name == "postgresql":
+                pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+                assert writer.backend_pid == pid
+            else:
+                assert writer.backend_pid is None
     finally:
         writer.close()
 

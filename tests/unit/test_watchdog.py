@@ -48,3 +48,31 @@ def test_calls_that_end_in_time_are_left_alone() -> None:
     finally:
         watchdog.stop()
     assert not stuck
+
+
+def test_a_call_the_server_is_working_on_is_waited_for() -> None:
+    """A commit waiting for a synchronous standby that is gone: the database is not committing
+    (decisions §14), the connection is not silent; asked again a limit later."""
+    stuck: list[float] = []
+    asked: list[float] = []
+    working = [True]
+
+    def server_working() -> bool:
+        asked.append(time.monotonic())
+        return working[0]
+
+    since = time.monotonic()
+    watchdog = Watchdog(lambda: since, 0.2, stuck.append, 0.01, working=server_working).start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(asked) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not stuck
+        working[0] = False
+        while not stuck and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        watchdog.stop()
+    assert len(asked) >= 3
+    assert asked[1] - asked[0] >= 0.2  # not asked again before another limit has passed
+    assert len(stuck) == 1

@@ -51,7 +51,8 @@ network partition, a host that died) fails within about 30 s, whether idle (keep
 then 3 probes 5 s apart) or with data unacknowledged (``tcp_user_timeout``, milliseconds),
 rather than after the kernel's retransmissions (about 15 minutes); a connection attempt gives
 up after 10 s. A peer whose kernel still acknowledges (a server that hangs, a middlebox that
-lost its state) is beyond them: the writer's watchdog (``store.watchdog``) covers it."""
+lost its state) is beyond them: the writer's watchdog (``store.watchdog``) and the bound on
+every other statement (``store.answering``) cover it."""
 
 
 def open_engine(
@@ -72,7 +73,7 @@ def open_engine(
     idle that long in a transaction (rolled back, its locks released): the writer's, whose
     client may have given up on a silent connection (``store.watchdog``).
     ``answer_seconds``: on PostgreSQL, a statement of this engine that the server has not
-    answered within that time fails (:class:`AnsweringConnection`); the node's readers and
+    answered within that time fails (``answering.AnsweringConnection``); the node's readers and
     other writes, so that a silent connection cannot hold a thread, nor a stop, for ever."""
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
@@ -199,6 +200,8 @@ class WriteConnection:
         self.busy_since: float | None = None
         """The monotonic time the transaction in progress began (its connect included), None
         between transactions: what the writer's watchdog looks at (``store.watchdog``)."""
+        self.backend_pid: int | None = None
+        """The server's process of the connection (PostgreSQL), as the watchdog asks after it."""
 
     @contextmanager
     def transaction(self, durable: bool = True) -> Iterator[Connection]:
@@ -214,6 +217,8 @@ class WriteConnection:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(**{sqlite.WRITE_OPTION: True})
             self._durable = None
+            info = getattr(self._conn.connection.driver_connection, "info", None)
+            self.backend_pid = getattr(info, "backend_pid", None)
         conn = self._conn
         try:
             if self._sqlite and durable != self._durable:

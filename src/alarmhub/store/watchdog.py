@@ -8,8 +8,13 @@ once ``store_commit_timeout`` passes (decisions §14), would never acknowledge a
 
 So the writer process runs a thread that looks, once a second, at how long its one database
 call in progress (a transaction of its :class:`~alarmhub.store.engine.WriteConnection`, from
-its connect to its commit) has run; past :func:`stuck_seconds` it logs and ends the process
-with ``os._exit`` (:data:`EXIT_CODE`). The node starts a writer again whenever one ends (its
+its connect to its commit) has run. Past :func:`stuck_seconds` it asks the server, on a new
+connection, whether it is still working on that call (:func:`server_working_on`: a commit
+waiting for a synchronous standby that is gone, a lock, a stalled disk): then the database is
+not committing, and the writer waits on, as decisions §14 has it (a late commit keeps its
+signals), asking again after as long. Otherwise (the server waits for the client, or does not
+answer, or the session is gone) the connection went silent: the watchdog logs and ends the
+process with ``os._exit`` (:data:`EXIT_CODE`). The node starts a writer again whenever one ends (its
 waiting requests fail with ``STORE-1`` and the senders retry), and the new writer connects
 again. Nothing answered ``200`` is lost: a signal is answered only after its commit; those of
 the abandoned commit were answered ``503`` long before, and stay stored if that commit was
@@ -31,6 +36,8 @@ import os
 import threading
 import time
 from collections.abc import Callable
+
+from alarmhub.store.engine import WriteConnection, libpq_conninfo
 
 log = logging.getLogger("alarmhub.writer")
 
@@ -59,9 +66,34 @@ def _exit(seconds: float) -> None:
     os._exit(EXIT_CODE)
 
 
+def server_working_on(url: str, backend_pid: int | None, answer_seconds: float) -> bool:
+    """Whether the PostgreSQL server at ``url`` is working on a statement of its process
+    ``backend_pid`` (``pg_stat_activity``'s ``active``: running, or waiting for a lock, a
+    synchronous standby, the disk), asked on a new connection; False when it cannot tell (it
+    does not answer within ``answer_seconds``, the session is gone, not PostgreSQL)."""
+    if backend_pid is None or not url.startswith("postgres"):
+        return False
+    import psycopg
+
+    from alarmhub.store.answering import AnsweringConnection
+
+    try:
+        with AnsweringConnection.connect(libpq_conninfo(url), autocommit=True) as conn:
+            conn.answer_seconds = answer_seconds
+            row = conn.execute(
+                "SELECT state FROM pg_stat_activity WHERE pid = %s", (backend_pid,)
+            ).fetchone()
+    except psycopg.Error as exc:
+        log.warning("the server cannot tell the writer's session", extra={"error": repr(exc)})
+        return False
+    return row is not None and row[0] == "active"
+
+
 class Watchdog:
     """Calls ``on_stuck`` (by default: ends the process) once ``busy_since()``, the monotonic
-    time the call in progress began (None when none is), lies ``limit`` seconds back."""
+    time the call in progress began (None when none is), lies ``limit`` seconds back, unless
+    ``working()`` says the server is still working on that call: then it asks again ``limit``
+    seconds later."""
 
     def __init__(
         self,
@@ -69,13 +101,24 @@ class Watchdog:
         limit: float,
         on_stuck: Callable[[float], None] = _exit,
         check_seconds: float = CHECK_SECONDS,
+        working: Callable[[], bool] = lambda: False,
     ) -> None:
         self._busy_since = busy_since
         self._limit = limit
         self._on_stuck = on_stuck
         self._check_seconds = check_seconds
+        self._working = working
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
+
+    @classmethod
+    def over(cls, conn: WriteConnection, url: str, limit: float) -> Watchdog:
+        """The writer's: over its connection ``conn`` to the database at ``url``."""
+
+        def working() -> bool:
+            return server_working_on(url, conn.backend_pid, limit)
+
+        return cls(lambda: conn.busy_since, limit, working=working)
 
     def start(self) -> Watchdog:
         self._thread.start()
@@ -86,11 +129,25 @@ class Watchdog:
         self._thread.join()
 
     def _run(self) -> None:
+        asked: float | None = None  # when the server last said it was working on the call
         while not self._stop.wait(self._check_seconds):
             since = self._busy_since()
-            if since is not None and (waited := time.monotonic() - since) >= self._limit:
-                self._on_stuck(waited)
-                return
+            now = time.monotonic()
+            if since is None:
+                asked = None
+            if since is None or now - since < self._limit:
+                continue
+            if asked is not None and now - asked < self._limit:
+                continue
+            if self._working():
+                asked = time.monotonic()
+                log.warning(
+                    "database call outstanding; the server is working on it, the writer waits",
+                    extra={"seconds": round(now - since, 1)},
+                )
+                continue
+            self._on_stuck(time.monotonic() - since)
+            return
 
 
-__all__ = ["STUCK_MIN_SECONDS", "STUCK_TIMEOUTS", "Watchdog", "stuck_seconds"]
+__all__ = ["STUCK_MIN_SECONDS", "STUCK_TIMEOUTS", "Watchdog", "server_working_on", "stuck_seconds"]

@@ -494,7 +494,7 @@ def main() -> None:
         if config.get("listen"):  # the node's workers connect there, once it is ready
             channels.listen(config["listen"])
         quiet_garbage_collector()
-        Watchdog(lambda: loop._conn.busy_since, float(config["stuck_seconds"])).start()
+        Watchdog.over(loop._conn, config["url"], float(config["stuck_seconds"])).start()
         try:
             loop.run()
         finally:
