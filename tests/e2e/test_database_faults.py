@@ -126,6 +126,46 @@ def test_a_standby_gone_is_answered_store_1_and_nothing_acknowledged_is_lost(
     assert twice == 0, "a signal was routed more than once"
 
 
+@pytest.fixture
+def own_cluster() -> Iterator[PgCluster]:
+    """A cluster of the test's own (the module's is provisioned by the test before)."""
+    with PgCluster() as started:
+        yield started
+
+
+def test_a_standby_gone_longer_than_the_watchdog_bound_keeps_the_writer_and_its_commit(
+    own_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """A commit waiting for the standby past ``store.watchdog.stuck_seconds``: the server is
+    working on it, so the writer's watchdog leaves the writer waiting (a silent connection
+    would end it); once the standby is back the commit completes, and its signal, answered
+    ``503 STORE-1``, is kept (decisions §14)."""
+    with (
+        cluster_node(own_cluster, tmp_path, workers=2, store_commit_timeout="2") as (node, token),
+        httpx.Client(base_url=node.url, timeout=60) as client,
+    ):
+
+        def post(key: str) -> int:
+            headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": key}
+            body = signal_body(len(key))
+            return client.post("/rx/site1:rx1/contact_id", json=body, headers=headers).status_code
+
+        assert post("long-before") == 200
+        own_cluster.stop_standby()
+        stopped_at = time.monotonic()
+        assert post("long-during") == 503  # its commit waits for the standby
+        waits = "the server is working on it, the writer waits"
+        wait_for(lambda: waits in node.log(), "the watchdog leaves the waiting writer", 90)
+        waited_s = time.monotonic() - stopped_at
+        assert "writer process ends" not in node.log()
+        own_cluster.start_standby()
+        wait_for(lambda: post(f"long-after-{time.monotonic()}") == 200, "200 again", 60)
+        assert "writer process ends" not in node.log()
+    kept = {"long-before", "long-during"} & stored_keys(own_cluster)
+    print(f"\nstandby gone {waited_s:.1f} s and more; writer kept; stored: {sorted(kept)}")
+    assert kept == {"long-before", "long-during"}
+
+
 def unhealthy(client: httpx.Client) -> httpx.Response | None:
     """``/healthz``'s answer when it is 503, else None."""
     answer = client.get("/healthz")

@@ -5,14 +5,21 @@ was."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from alarmhub.store import sqlite
-from alarmhub.store.engine import WriteConnection, commit_without_fsync, open_engine
+from alarmhub.store.engine import (
+    CONNECTION_DEFAULTS,
+    WriteConnection,
+    commit_without_fsync,
+    open_engine,
+)
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -79,3 +86,49 @@ def test_the_writers_sqlite_connection_keeps_statement_journals_in_memory(tmp_pa
                 assert conn.exec_driver_sql("PRAGMA cache_size").scalar_one() == -cache_kib
         finally:
             engine.dispose()
+
+
+def test_the_time_a_transaction_began_is_known_while_it_runs(engine: Engine) -> None:
+    """What the writer's watchdog looks at (``store.watchdog``): set from the connect on, and
+    cleared when the transaction ends, failed or not."""
+    writer = WriteConnection(engine)
+    try:
+        assert writer.busy_since is None
+        with writer.transaction() as conn:
+            assert writer.busy_since is not None
+            conn.execute(text("SELECT 1"))
+        assert writer.busy_since is None
+        with pytest.raises(RuntimeError), writer.transaction(durable=False):
+            raise RuntimeError("failed")
+        assert writer.busy_since is None
+        # the server's process of the connection, which the watchdog asks the server after
+        with writer.transaction() as conn:
+            if conn.dialect.name == "postgresql":
+                pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+                assert writer.backend_pid == pid
+            else:
+                assert writer.backend_pid is None
+    finally:
+        writer.close()
+
+
+@pytest.mark.backends("postgresql")
+def test_the_server_ends_a_session_left_idle_in_a_transaction(engine: Engine) -> None:
+    """The writer's engine: a session whose client gave up on it (``store.watchdog``) is ended by
+    the server, its locks released; and every connection has the keepalives of
+    ``engine.CONNECTION_DEFAULTS``."""
+    url = engine.url.render_as_string(hide_password=False)
+    timed = open_engine(url, idle_in_transaction_seconds=0.2)
+    try:
+        with timed.connect() as conn:
+            shown = conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar_one()
+            assert shown == "200ms"
+            params = conn.connection.dbapi_connection.info.get_parameters()  # type: ignore[union-attr]
+            assert params["tcp_user_timeout"] == CONNECTION_DEFAULTS["tcp_user_timeout"]
+            assert params["keepalives_idle"] == CONNECTION_DEFAULTS["keepalives_idle"]
+            conn.exec_driver_sql("SELECT 1")
+            time.sleep(1.0)  # idle in the transaction SELECT began
+            with pytest.raises(DBAPIError, match="idle-in-transaction"):
+                conn.exec_driver_sql("SELECT 1")
+    finally:
+        timed.dispose()

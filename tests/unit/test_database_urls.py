@@ -8,7 +8,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import make_url
 
-from alarmhub.store.engine import driver_url, libpq_conninfo
+from alarmhub.store.engine import CONNECTION_DEFAULTS, driver_url, libpq_conninfo
 
 QUERY_FORM = (
     "postgresql://alarmhub:SECRET@/alarmhub"
@@ -30,6 +30,7 @@ def test_a_multi_host_url_names_every_server_with_its_port(url: str) -> None:
         "user": "alarmhub",
         "password": "SECRET",
         "target_session_attrs": "read-write",
+        **CONNECTION_DEFAULTS,
     }
 
 
@@ -57,7 +58,8 @@ def test_a_single_host_url_is_left_as_it_was() -> None:
     url = "postgresql://postgres@127.0.0.1:5432/postgres"
     assert driver_url(url) == "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
     params = conninfo_to_dict(libpq_conninfo(url))
-    assert params == {"host": "127.0.0.1", "port": "5432", "dbname": "postgres", "user": "postgres"}
+    named = {"host": "127.0.0.1", "port": "5432", "dbname": "postgres", "user": "postgres"}
+    assert params == {**named, **CONNECTION_DEFAULTS}
 
 
 def test_a_password_with_quotes_and_spaces_survives() -> None:
@@ -68,3 +70,12 @@ def test_a_password_with_quotes_and_spaces_survives() -> None:
 
 def test_sqlite_urls_are_not_touched() -> None:
     assert driver_url("sqlite:///var/alarmhub.db") == "sqlite:///var/alarmhub.db"
+
+
+def test_every_connection_gives_up_on_a_server_gone_silent_unless_the_url_says_otherwise() -> None:
+    params = conninfo_to_dict(libpq_conninfo(QUERY_FORM))
+    for name, value in CONNECTION_DEFAULTS.items():
+        assert params[name] == value
+    own = conninfo_to_dict(libpq_conninfo(QUERY_FORM + "&tcp_user_timeout=5000&keepalives=0"))
+    assert (own["tcp_user_timeout"], own["keepalives"]) == ("5000", "0")
+    assert own["keepalives_idle"] == CONNECTION_DEFAULTS["keepalives_idle"]

@@ -45,7 +45,7 @@ from alarmhub.rx.auth import GrantCache
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
 from alarmhub.store import outputs as store_outputs
-from alarmhub.store import sqlite
+from alarmhub.store import sqlite, watchdog
 from alarmhub.store.leadership import Leadership
 from alarmhub.store.receivers import FrameKeeper
 from alarmhub.store.writer import SignalWriter, StartWriter, start_process
@@ -91,7 +91,9 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.worker = worker
-        self.engine = store_engine.open_engine(settings.database)
+        # a statement on a silent connection fails rather than hold its thread (store.answering)
+        answer_seconds = watchdog.stuck_seconds(settings.store_commit_timeout)
+        self.engine = store_engine.open_engine(settings.database, answer_seconds=answer_seconds)
         station_key = secret_key.load(settings.data_dir)
         address = worker.writer_address if worker is not None else None
         self.writer = SignalWriter(self.engine, settings, start_writer, address=address)
@@ -119,7 +121,9 @@ class Runtime:
             self.deliveries = [DeliveryProcess(settings, self.engine)]
         else:
             # deliveries can be derived again from what is durable: their commits need not wait
-            self._delivery_engine = store_engine.open_engine(settings.database, synchronous=False)
+            self._delivery_engine = store_engine.open_engine(
+                settings.database, synchronous=False, answer_seconds=answer_seconds
+            )
             self.deliveries = [
                 *delivery_process.workers(self._delivery_engine, settings.data_dir,
                                           settings.timezone,

@@ -12,7 +12,8 @@ SQLite checkpoints.
 Whichever child dies is started again: a worker (after its connections are gone; what it answered is
 committed), or the writer (every worker fails its waiting requests with STORE-1 and connects to the
 new one). SIGTERM or SIGINT stops the workers first (each answers what it accepted), then the
-delivery process, then the writer (it commits what it has). The workers die with the parent,
+delivery process, then the writer (it commits what it has; killed if it has not ended within
+``store.watchdog.stuck_seconds``, a worker within STOP_SECONDS). The workers die with the parent,
 SIGKILL included (:mod:`alarmhub.node.lifeline`); the writer and the delivery process see their
 channel to it close.
 """
@@ -39,7 +40,7 @@ from alarmhub.node.worker_process import READY
 from alarmhub.outbound.delivery_process import DeliveryProcess
 from alarmhub.settings import Settings
 from alarmhub.store import engine as store_engine
-from alarmhub.store import framing
+from alarmhub.store import framing, watchdog
 from alarmhub.store.writer import writer_config
 
 log = logging.getLogger("alarmhub.node.workers")
@@ -111,6 +112,7 @@ class _Writer:
         # a node of its own database always leads supervision; on a shared one, as the worker
         # that holds the lead tells the writer
         self._config = {**writer_config(settings, leader=alone), "listen": address}
+        self._stop_seconds = watchdog.stuck_seconds(settings.store_commit_timeout)
         self.process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
 
@@ -134,11 +136,18 @@ class _Writer:
             await asyncio.get_running_loop().sock_sendall(self._sock, request)
 
     async def stop(self) -> None:
-        """Close its channel: it commits what it has, routes, and exits."""
+        """Close its channel: it commits what it has, routes, and exits; killed when it has not
+        within ``watchdog.stuck_seconds`` (its watchdog ends a database call stuck that long)."""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        await _exited(self.process)
+        try:
+            await asyncio.wait_for(_exited(self.process), self._stop_seconds)
+        except TimeoutError:
+            if self.process is not None:
+                log.error("writer did not stop; killed", extra={"seconds": self._stop_seconds})
+                self.process.kill()
+                await _exited(self.process)
 
 
 class _Worker:
@@ -276,7 +285,8 @@ class Node:
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop, sig.name)
-        engine = store_engine.open_engine(self.settings.database)
+        answer_seconds = watchdog.stuck_seconds(self.settings.store_commit_timeout)
+        engine = store_engine.open_engine(self.settings.database, answer_seconds=answer_seconds)
         deliveries = DeliveryProcess(self.settings, engine, self.metrics_dir)
         tasks: list[asyncio.Task[None]] = []
         try:

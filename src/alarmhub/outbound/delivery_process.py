@@ -41,7 +41,7 @@ from alarmhub.outbound.delivery import DeliveryWorker, claimant
 from alarmhub.outbound.notify import NotifyWorker
 from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
 from alarmhub.settings import Settings, station_zone
-from alarmhub.store import framing, lanes, schema
+from alarmhub.store import framing, lanes, schema, watchdog
 from alarmhub.store.engine import open_engine, read_in_thread, write_transaction
 
 log = logging.getLogger("alarmhub.delivery")
@@ -107,6 +107,7 @@ class DeliveryProcess:
             "log_format": settings.log_format,
             "timezone": settings.timezone,
             "webhook_allow_private": settings.webhook_allow_private,
+            "answer_seconds": watchdog.stuck_seconds(settings.store_commit_timeout),
         }
         self._env = None
         if metrics_dir is not None:
@@ -216,7 +217,8 @@ class DeliveryProcess:
 
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
-    engine = open_engine(config["url"], synchronous=False)  # deliveries can be derived again
+    # deliveries can be derived again; a statement on a silent connection fails (answering)
+    engine = open_engine(config["url"], synchronous=False, answer_seconds=config["answer_seconds"])
     running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),
                       config.get("claimant"),
                       config.get("webhook_allow_private", False))  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
@@ -36,21 +37,68 @@ def unavailable(exc: BaseException) -> bool:
     )
 
 
-def open_engine(url: str, synchronous: bool = True, writer: bool = False) -> Engine:
+CONNECTION_DEFAULTS: dict[str, str] = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+"""libpq parameters of every PostgreSQL connection a node opens (engines and the console's
+LISTEN), unless its URL names them: a connection whose server went away without a word (a
+network partition, a host that died) fails within about 30 s, whether idle (keepalives: 10 s,
+then 3 probes 5 s apart) or with data unacknowledged (``tcp_user_timeout``, milliseconds),
+rather than after the kernel's retransmissions (about 15 minutes); a connection attempt gives
+up after 10 s. A peer whose kernel still acknowledges (a server that hangs, a middlebox that
+lost its state) is beyond them: the writer's watchdog (``store.watchdog``) and the bound on
+every other statement (``store.answering``) cover it."""
+
+
+def open_engine(
+    url: str,
+    synchronous: bool = True,
+    writer: bool = False,
+    idle_in_transaction_seconds: float | None = None,
+    answer_seconds: float | None = None,
+) -> Engine:
     """An engine for ``url`` with the dialect's settings applied.
 
     ``synchronous=False`` is for work that can be derived again from what is durable (routing
     and supervision): its commits do not wait for the disk. A power loss may take the last of
     them back, whole, never in part; the next synchronous commit (every signal's) makes them
     durable too, as the log is written in order. The process dying loses none of them.
-    ``writer``: the writer process's SQLite settings (``sqlite.configure``)."""
+    ``writer``: the writer process's SQLite settings (``sqlite.configure``).
+    ``idle_in_transaction_seconds``: on PostgreSQL, the server ends a session of this engine
+    idle that long in a transaction (rolled back, its locks released): the writer's, whose
+    client may have given up on a silent connection (``store.watchdog``).
+    ``answer_seconds``: on PostgreSQL, a statement of this engine that the server has not
+    answered within that time fails (``answering.AnsweringConnection``); the node's readers and
+    other writes, so that a silent connection cannot hold a thread, nor a stop, for ever."""
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
         engine = create_engine(url, pool_size=8, max_overflow=8)
         sqlite.configure(engine, synchronous, writer)
         return engine
-    options = {} if synchronous else {"options": "-c synchronous_commit=off"}
-    return create_engine(driver_url(url), pool_pre_ping=True, connect_args=options)
+    settings = [] if synchronous else ["synchronous_commit=off"]
+    if idle_in_transaction_seconds is not None:
+        milliseconds = round(idle_in_transaction_seconds * 1000)
+        settings.append(f"idle_in_transaction_session_timeout={milliseconds}")
+    parsed = make_url(driver_url(url))
+    connect_args = _connection_defaults(parsed)
+    if settings:
+        connect_args["options"] = " ".join(f"-c {setting}" for setting in settings)
+    engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+    if answer_seconds is not None:
+        from alarmhub.store import answering
+
+        answering.bound(engine, answer_seconds)
+    return engine
+
+
+def _connection_defaults(url: URL) -> dict[str, str]:
+    """:data:`CONNECTION_DEFAULTS` but those ``url`` names itself."""
+    return {k: v for k, v in CONNECTION_DEFAULTS.items() if k not in url.query}
 
 
 def driver_url(url: str) -> str:
@@ -94,6 +142,7 @@ def libpq_conninfo(url: str | URL) -> str:
     parsed = make_url(driver_url(url)) if isinstance(url, str) else url
     parsed = parsed.set(drivername="postgresql+psycopg")
     _, params = parsed.get_dialect()().create_connect_args(parsed)
+    params = {**_connection_defaults(parsed), **params}
     return make_conninfo(**{k: str(v) for k, v in params.items() if isinstance(v, str | int)})
 
 
@@ -148,12 +197,28 @@ class WriteConnection:
         # what the connection's commits are now; unknown for a new one (the pool may give back
         # one that a transaction that failed had left not durable)
         self._durable: bool | None = None
+        self.busy_since: float | None = None
+        """The monotonic time the transaction in progress began (its connect included), None
+        between transactions: what the writer's watchdog looks at (``store.watchdog``)."""
+        self.backend_pid: int | None = None
+        """The server's process of the connection (PostgreSQL), as the watchdog asks after it."""
 
     @contextmanager
     def transaction(self, durable: bool = True) -> Iterator[Connection]:
+        self.busy_since = time.monotonic()
+        try:
+            with self._transaction(durable) as conn:
+                yield conn
+        finally:
+            self.busy_since = None
+
+    @contextmanager
+    def _transaction(self, durable: bool) -> Iterator[Connection]:
         if self._conn is None:
             self._conn = self.engine.connect().execution_options(**{sqlite.WRITE_OPTION: True})
             self._durable = None
+            info = getattr(self._conn.connection.driver_connection, "info", None)
+            self.backend_pid = getattr(info, "backend_pid", None)
         conn = self._conn
         try:
             if self._sqlite and durable != self._durable:
@@ -190,11 +255,27 @@ def upgrade(engine: Engine) -> None:
     from alembic import command
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with write_transaction(engine) as connection:
+    with write_transaction(engine) as connection, unbounded(connection):
         if engine.dialect.name == "postgresql":  # nodes starting together migrate one by one
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+@contextmanager
+def unbounded(connection: Connection) -> Iterator[None]:
+    """No bound on how long the server takes to answer (``answer_seconds``) on ``connection``
+    meanwhile: a migration may take its time."""
+    driver = connection.connection.driver_connection
+    bound = getattr(driver, "answer_seconds", None)
+    if bound is None:
+        yield
+        return
+    driver.answer_seconds = None  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        driver.answer_seconds = bound  # type: ignore[union-attr]
 
 
 def is_new(engine: Engine) -> bool:

@@ -51,7 +51,7 @@ from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal
 from alarmhub.node import spawner
 from alarmhub.settings import Settings
-from alarmhub.store import framing, operations
+from alarmhub.store import framing, operations, watchdog
 from alarmhub.store.commit import Stored, to_wire
 
 log = logging.getLogger("alarmhub.writer")
@@ -88,6 +88,9 @@ class WriterHandle(Protocol):
     def wait(self) -> int:
         """Wait for the writer to end; its exit code."""
 
+    def kill(self) -> None:
+        """End the writer now (a process: SIGKILL)."""
+
 
 StartWriter = Callable[[socket.socket], WriterHandle]
 """Starts a writer on its end of the socket pair, which it takes over."""
@@ -120,6 +123,7 @@ def writer_config(settings: Settings, leader: bool) -> dict[str, Any]:
         "log_level": s.log_level,
         "log_format": s.log_format,
         "leader": leader,
+        "stuck_seconds": watchdog.stuck_seconds(s.store_commit_timeout),
     }
 
 
@@ -169,6 +173,8 @@ class SignalWriter:
         self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
         self._in_flight: deque[_Frame] = deque()
         self._commit_timeout = settings.store_commit_timeout
+        # how long a stop waits for the writer's answers, then for its end (store.watchdog)
+        self._stop_seconds = watchdog.stuck_seconds(settings.store_commit_timeout)
         self._running: dict[int, float] = {}  # other writes not finished: when each was asked
         self._refused_at: float | None = None  # the last commit the database could not make
         self._run_ids = 0
@@ -286,19 +292,31 @@ class SignalWriter:
             self._transport.write(framing.CHECKPOINT_REQUEST)
 
     async def stop(self) -> None:
-        """Refuse new signals, let every submitted one be committed and answered, then stop."""
+        """Refuse new signals, let every submitted one be committed and answered, then stop:
+        each wait bounded by ``watchdog.stuck_seconds`` (the writer killed after it)."""
         self._closing = True
         if self._restart is not None:
             self._restart.cancel()
         self._flush()
         if self._in_flight:
             self._drained.clear()
-            await self._drained.wait()
+            try:
+                await asyncio.wait_for(self._drained.wait(), self._stop_seconds)
+            except TimeoutError:
+                log.error("writer did not answer; stopping", extra={"frames": len(self._in_flight)})
         if self._transport is not None:
             self._transport.close()
         if self._process is not None:
-            await asyncio.to_thread(self._process.wait)
+            await self._ended(self._process)
         self._executor.shutdown(wait=True)
+
+    async def _ended(self, process: WriterHandle) -> None:
+        """Wait until the writer has ended; kill it when it has not within the stop's time."""
+        try:
+            await asyncio.wait_for(asyncio.to_thread(process.wait), self._stop_seconds)
+        except TimeoutError:
+            log.error("writer did not stop; killed", extra={"pid": process.pid})
+            process.kill()
 
     async def submit(self, sig: Signal) -> Stored:
         """Queue a signal and wait until the commit holding it is durable."""

@@ -7,7 +7,8 @@ the automation outputs' frames: the node is told when a routing committed frames
 idle senders read them at once) and, every second, runs the supervision checks (fail to test,
 heartbeat loss). It runs apart from the HTTP process so that database work never waits for,
 nor holds up, the event loop's interpreter lock. It exits when its parent's end of the socket
-closes, after finishing the commit in progress; SIGINT and SIGTERM are left to the parent.
+closes, after finishing the commit in progress; SIGINT and SIGTERM are left to the parent. A
+database call that never returns (a silent connection) ends it (``store.watchdog``).
 
 :class:`WriterThread` runs the same loop, on the same socket and frames, in a thread of the
 node's own process instead (``SignalWriter(start_writer=WriterThread.start)``): for a node
@@ -47,6 +48,7 @@ from alarmhub.store.engine import WriteConnection, open_engine, unavailable
 from alarmhub.store.retry_keys import RetryKeys
 from alarmhub.store.routing import ROUTE_BATCH, SignalRouting
 from alarmhub.store.supervision import Supervision
+from alarmhub.store.watchdog import Watchdog
 from alarmhub.store.writer_channels import Channels, read_available, wait_readable
 
 log = logging.getLogger("alarmhub.writer")
@@ -90,7 +92,10 @@ class WriterLoop:
         self._sock = sock
         # the signals' commits, and routing and supervision, which are derived from what is
         # stored and committed without waiting for the disk (``durable=False``)
-        self._conn = WriteConnection(open_engine(config["url"], writer=True))
+        stuck = config.get("stuck_seconds")  # the server ends a session left in a transaction
+        self._conn = WriteConnection(
+            open_engine(config["url"], writer=True, idle_in_transaction_seconds=stuck)
+        )
         self._max_batch = int(config["max_batch"])
         self._statement = SignalInsert(self._conn.engine)
         self._window_us = units.hours_us(int(config["idempotency_hours"]))
@@ -454,6 +459,9 @@ class WriterThread:
         self._thread.join()
         return self._code
 
+    def kill(self) -> None:
+        """A thread cannot be ended from outside: it is left to end with the process."""
+
     def _run(self) -> None:
         try:
             buffer = bytearray()
@@ -486,6 +494,7 @@ def main() -> None:
         if config.get("listen"):  # the node's workers connect there, once it is ready
             channels.listen(config["listen"])
         quiet_garbage_collector()
+        Watchdog.over(loop._conn, config["url"], float(config["stuck_seconds"])).start()
         try:
             loop.run()
         finally:
