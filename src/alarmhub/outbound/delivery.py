@@ -170,6 +170,7 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         self._target_slots: dict[int, asyncio.Semaphore] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
+        self._full = False  # the last turn had no room for more: a chain's end wakes the next
 
     async def start(self) -> None:
         await self.channel.open()
@@ -219,6 +220,7 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
 
     async def _turn(self) -> None:
         free = AHEAD * self._concurrency - len(self._in_flight)
+        self._full = free <= 0
         busy = Counter(d.target_id for d in self._in_flight.values())
         full = {target for target, n in busy.items() if n >= AHEAD * self._per_target}
         if self._shared:
@@ -287,6 +289,8 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
                 continue
             self._recorded.update(ended)
             self._settled |= settled
+            if settled:  # due again: taken at once, not at the next poll
+                self._wake.set()
 
     def _record(self, outcomes: list[OutcomeT], lane_ids: set[int]) -> set[int]:
         with write_transaction(self._engine) as conn:
@@ -346,7 +350,8 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
                     break
         finally:
             self._to_settle.add(chain[0].lane_id)
-        self._wake.set()
+        if self._full:  # room again (otherwise its lane is due again once settled: the poll)
+            self._wake.set()
 
     def _give_back(self, items: list[ItemT]) -> None:
         for item in items:
