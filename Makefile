@@ -69,10 +69,11 @@ fuzz: $(VENV)/.installed-test
 faults: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
 
-# the soak: a node on a primary and a synchronous standby under load for DURATION seconds, a
-# random fault every FAULT_SECONDS (connections cut, the standby stopped, the writer or a worker
-# killed); acknowledged, missing and each process's memory at the start and the end.
-# Not part of `make test` (tests/soak/soak_faults.py)
+# the soak: two nodes on a primary and a synchronous standby under mixed load (HTTP, DC-09
+# panels, a Sur-Gard receiver link) for DURATION seconds, a random fault every FAULT_SECONDS
+# (connections cut, the standby stopped, a node's writer or a worker killed, a whole node killed
+# and started again); acknowledged and missing per interface, and each process's memory at the
+# start and the end. Not part of `make test` (tests/soak/soak_faults.py)
 DURATION ?= 1800
 FAULT_SECONDS ?= 60
 soak: $(VENV)/.installed-test

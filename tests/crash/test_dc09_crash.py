@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from my_dc09_spt.msg.dc05_msg import dc05_msg
 
 from tests.support import dc09_panel
 from tests.support.crashing import alive, wait_for_writer
-from tests.support.database import db_rows
-from tests.support.dc09_panel import kind, spt
+from tests.support.dc09_panel import Load, frame_for, identity, kind, stored
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.long
@@ -28,66 +23,13 @@ pytestmark = pytest.mark.long
 SENDERS = 8
 KILL_AFTER_ACKS = 1500
 LOAD_SECONDS = 10.0  # at most, before the kill: a loaded machine acked fewer than 100 in 3 s
-ANSWER_SECONDS = 2.0
-
-
-def frame_for(account: str, n: int) -> bytes:
-    """Frame ``n`` of ``account``: an E130 whose area and zone spell ``n``."""
-    payload = dc05_msg.dc05event(
-        account, {"code": "130", "area": str(n // 1000), "zone": str(n % 1000)}
-    )
-    return spt(account).dc09block(n % 9999 + 1, "ADM-CID", payload).encode()
-
-
-def identity(account: str, n: int) -> tuple[str, str, str]:
-    return account, str(n // 1000).zfill(2), str(n % 1000).zfill(3)
-
-
-@dataclass
-class Senders:
-    port: int
-    acked: set[tuple[str, int]] = field(default_factory=set)
-    sent: set[tuple[str, int]] = field(default_factory=set)
-    stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def run(self, account: str) -> None:
-        n = 0
-        sock: socket.socket | None = None
-        while not self.stop.is_set():
-            try:
-                if sock is None:
-                    sock = socket.create_connection(("127.0.0.1", self.port), timeout=1)
-                with self.lock:
-                    self.sent.add((account, n))
-                sock.sendall(frame_for(account, n))
-                answers = dc09_panel.read_answers(sock, 1, timeout=ANSWER_SECONDS)
-                if answers and kind(answers[0]) == "ACK":
-                    with self.lock:
-                        self.acked.add((account, n))
-                    n += 1
-                elif not answers:  # no answer: send it again, as a panel does
-                    sock.close()
-                    sock = None
-            except OSError:
-                if sock is not None:
-                    sock.close()
-                sock = None
-                time.sleep(0.05)
-        if sock is not None:
-            sock.close()
-
-
-def stored(data_dir: Path) -> Counter[tuple[str, str, str]]:
-    rows = db_rows(data_dir, "SELECT panel, area, zone FROM signal WHERE destination = 'dc09'")
-    return Counter((r["panel"], r["area"], r["zone"]) for r in rows)
 
 
 @pytest.mark.parametrize("victim", ["node", "writer"])
 def test_every_acked_frame_is_stored_exactly_once(tmp_path: Path, victim: str) -> None:
     dc09_panel.provision(tmp_path)
     server, panel = dc09_panel.start(tmp_path)
-    load = Senders(panel.port)
+    load = Load((panel.port,))
     accounts = [f"8{i:03d}" for i in range(SENDERS)]
     threads = [threading.Thread(target=load.run, args=(a,), daemon=True) for a in accounts]
     try:
@@ -117,8 +59,7 @@ def test_every_acked_frame_is_stored_exactly_once(tmp_path: Path, victim: str) -
             for thread in threads:
                 thread.join(timeout=30)
         counts = stored(tmp_path)
-        acked = [identity(a, n) for a, n in load.acked]
-        missing = [x for x in acked if counts[x] == 0]
+        missing = load.missing(counts)
         assert not missing, f"{len(missing)} ACKed frames were not stored: {missing[:5]}"
         twice = [x for x, c in counts.items() if c > 1]
         assert not twice, f"stored more than once: {twice[:5]}"

@@ -24,13 +24,6 @@ AFTER_RESTART = 50  # ACKs after it, then the simulator stops
 NO_RUNAWAY = {"ALARMHUB_RUNAWAY_LIMIT": "1000000"}  # one panel sends them all
 
 
-def lost(sim: ReceiverSim, url: str | None, data_dir: Path) -> list[tuple[str, str]]:
-    """The frames ``sim`` saw ACKed that are not (yet) in history."""
-    acked = [station.identity(n) for n, d in enumerate(sim.events()) if d.acked]
-    stored = station.history(data_dir, url=url)
-    return [x for x in acked if stored[x] == 0]
-
-
 def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path: Path) -> None:
     station.provision(tmp_path)
     port = free_port()
@@ -46,7 +39,7 @@ def test_every_acked_frame_survives_a_sigkill_of_the_node(backend: str, tmp_path
         wait_for(lambda: len(sim.acked()) >= at_kill + AFTER_RESTART, "ACKs after the restart", 60)
         sim.stop()
         assert sim.connections >= 2, "the receiver reconnected to the restarted node"
-        wait_for(lambda: not lost(sim, None, tmp_path), "every ACKed frame in history", 30)
+        wait_for(lambda: not station.lost(sim, tmp_path), "every ACKed frame in history", 30)
     finally:
         sim.stop()
         server.kill()
@@ -85,7 +78,9 @@ def test_a_connect_link_moves_to_the_other_node_when_its_holder_is_killed(
         wait_for(lambda: len(sim.acked()) >= at_kill + AFTER_RESTART, "ACKs from the survivor", 60)
         sim.stop()
         assert receiver.accepted >= 2
-        wait_for(lambda: not lost(sim, shared_database, tmp_path), "every ACKed frame stored", 30)
+        wait_for(
+            lambda: not station.lost(sim, tmp_path, shared_database), "every ACKed frame stored", 30
+        )
     finally:
         sim.stop()
         receiver.shut()

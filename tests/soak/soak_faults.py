@@ -1,14 +1,24 @@
-"""The soak (``make soak``, not part of ``make test``): a node of two workers on a PostgreSQL
-primary with a synchronous standby (``tests.support.pg_cluster``), the primary behind a TCP proxy
-(``tests.support.tcp_proxy``; the node's multi-host URL names the proxy and the standby, so
-``target_session_attrs=read-write`` finds the primary through the proxy), signals sent without
-pause for ``ALARMHUB_SOAK_SECONDS`` (default 1800), and a fault chosen at random every
-``ALARMHUB_SOAK_FAULT_SECONDS`` (default 60): every connection cut, the standby stopped for a few
-seconds (commits wait: ``503 STORE-1``), or the node's writer or one of its workers SIGKILLed.
+"""The soak (``make soak``, not part of ``make test``): two nodes of two workers each on the
+multi-host URL of a PostgreSQL primary with a synchronous standby (``tests.support.pg_cluster``),
+the primary behind a TCP proxy (``tests.support.tcp_proxy``; the URL names the proxy and the
+standby, so ``target_session_attrs=read-write`` finds the primary through the proxy), under
+mixed load for ``ALARMHUB_SOAK_SECONDS`` (default 1800): HTTP senders (two a node), DC-09 panels
+over TCP (accounts of their own, half of them on each node, each turning to the other node when
+its own cannot be reached) and a simulated Sur-Gard MLR2 sending Contact ID frames stop-and-wait
+over a ``--listen`` receiver link (the node that holds the port takes it; the other takes it when
+that one dies). A fault chosen at random every ``ALARMHUB_SOAK_FAULT_SECONDS`` (default 60):
+every database connection cut, the standby stopped for a few seconds (commits wait:
+``503 STORE-1``, DC-09 and receiver frames unanswered or NAKed), a node's writer or one of its
+workers SIGKILLed, or a whole node SIGKILLed and started again (``ALARMHUB_SOAK_FAULTS``: the
+kinds to choose from, comma-separated, all by default: ``cut``, ``standby``, ``ah-writer``,
+``ah-worker``, ``node``).
 
-Afterwards: acknowledged, missing (must be 0), routed twice (must be 0), the faults made, and the
-resident memory of each of the node's processes (by ``/proc/PID/comm``) at the start and the
-end, printed. Collected only with ``-o python_files='soak_*.py'`` (what ``make soak`` passes).
+Afterwards, per interface: acknowledged and acknowledged but missing (must be 0); routed twice
+(must be 0), DC-09 frames stored twice (must be 0: the retry window), receiver frames stored
+twice (Sur-Gard has no sequence number: a frame committed whose ACK was lost is stored again,
+not a loss); the faults made; the resident memory of each process of both nodes (by
+``/proc/PID/comm``) at the start and the end, printed. Collected only with
+``-o python_files='soak_*.py'`` (what ``make soak`` passes).
 """
 
 from __future__ import annotations
@@ -17,31 +27,41 @@ import os
 import random
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.support import pg_cluster
-from tests.support.cluster_node import Senders, cluster_node, routed_twice, stored_keys
+from tests.support import dc09_panel, pg_cluster
+from tests.support import receiver_station as station
+from tests.support.cluster_node import Senders, cluster_nodes, routed_twice, stored_keys
+from tests.support.crashing import kill_node
 from tests.support.pg_cluster import DATABASE, PgCluster
-from tests.support.processes import Server, wait_for
+from tests.support.processes import Server, free_port, wait_for
+from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.skipif(pg_cluster.binaries() is None, reason="no PostgreSQL binaries")
 SECONDS = float(os.environ.get("ALARMHUB_SOAK_SECONDS", "1800"))
 FAULT_SECONDS = float(os.environ.get("ALARMHUB_SOAK_FAULT_SECONDS", "60"))
-SENDERS = 4
+NODES = 2
+SENDERS = 2  # HTTP senders a node
+PANELS = 4  # DC-09 accounts, alternately on each node
+RECEIVER_FRAMES = 100_000  # the receiver's queue: event numbers its frames can spell
 STANDBY_DOWN_SECONDS = 5.0
-FAULTS = ["cut", "standby", "ah-writer", "ah-worker"]
+KINDS = "cut,standby,ah-writer,ah-worker,node"
+FAULTS = os.environ.get("ALARMHUB_SOAK_FAULTS", KINDS).split(",")
+SETTINGS = {"store_commit_timeout": "2", "runaway_limit": "1000000"}  # panels send on and on
 
 
 class Behind:
-    """The cluster with its primary behind ``proxy``: the node's URL names the proxy and the
+    """The cluster with its primary behind ``proxy``: the nodes' URL names the proxy and the
     standby; the test's own connections go to the primary directly."""
 
     def __init__(self, cluster: PgCluster, proxy: TcpProxy) -> None:
@@ -53,6 +73,10 @@ class Behind:
         hosts = f"host=127.0.0.1:{self.proxy.port}&host=127.0.0.1:{self.cluster.standby.port}"
         return f"postgresql://postgres@/{DATABASE}?{hosts}&target_session_attrs=read-write"
 
+    def direct(self) -> str:
+        """The URL of the primary itself (what the test reads afterwards)."""
+        return f"postgresql://postgres@127.0.0.1:{self.cluster.primary.port}/{DATABASE}"
+
     def connect(self) -> psycopg.Connection[Any]:
         return self.cluster.connect()
 
@@ -63,21 +87,23 @@ def behind() -> Iterator[Behind]:
         yield Behind(cluster, proxy)
 
 
-def memory(node: Server) -> dict[str, int]:
-    """Resident memory (KiB) of the node's processes, by name (``name#2`` for a second one)."""
-    found: dict[str, int] = {}
-    for pid in node.pids():
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue  # ended meanwhile
-        rss = re.search(r"^VmRSS:\s+(\d+) kB$", status, re.M)
-        name, n = comm, 1
-        while name in found:
-            n += 1
-            name = f"{comm}#{n}"
-        found[name] = int(rss.group(1)) if rss else 0
+def memory(nodes: list[Server]) -> dict[str, tuple[int, int]]:
+    """The process number and resident memory (KiB) of the nodes' processes, by node and name
+    (``node1 ah-worker#2`` for its second one)."""
+    found: dict[str, tuple[int, int]] = {}
+    for number, node in enumerate(nodes, 1):
+        for pid in node.pids():
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            rss = re.search(r"^VmRSS:\s+(\d+) kB$", status, re.M)
+            name, n = f"node{number} {comm}", 1
+            while name in found:
+                n += 1
+                name = f"node{number} {comm}#{n}"
+            found[name] = pid, int(rss.group(1)) if rss else 0
     return found
 
 
@@ -92,60 +118,150 @@ def named(node: Server, name: str) -> list[int]:
     return pids
 
 
-def fault(behind: Behind, node: Server, kind: str) -> None:
+def fault(behind: Behind, nodes: list[Server], kind: str) -> str:
+    """Make the fault ``kind`` (on a node chosen at random, for a node's); what was hit."""
     if kind == "cut":
         behind.proxy.cut()
-    elif kind == "standby":
+        return "every connection"
+    if kind == "standby":
         behind.cluster.stop_standby()
         time.sleep(STANDBY_DOWN_SECONDS)
         behind.cluster.start_standby()
+        return "the standby"
+    number = random.randrange(len(nodes))
+    node = nodes[number]
+    if kind == "node":
+        kill_node(node)
+        node.start(timeout=120)
     else:
-        pids = wait_for(lambda: named(node, kind), f"the node's {kind}", 60)
+        pids = wait_for(lambda: named(node, kind), f"node{number + 1}'s {kind}", 60)
         os.kill(random.choice(pids), signal.SIGKILL)
+    return f"node{number + 1}"
+
+
+def sessions(behind: Behind) -> list[tuple[object, ...]]:
+    """The primary's client sessions: process, state, what it waits on, since when its
+    transaction runs, its query's start (what holds the others up, when nothing commits)."""
+    with behind.connect() as conn:
+        return conn.execute(
+            "SELECT pid, state, wait_event_type, wait_event, xact_start::text, "
+            "left(query, 60) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid() ORDER BY xact_start NULLS LAST"
+        ).fetchall()
+
+
+def receiver_last_ack(sim: ReceiverSim) -> float:
+    """The ``time.perf_counter()`` of the receiver's latest ACK (0: none yet)."""
+    return max((d.acked_at or 0.0 for d in sim.events()), default=0.0)
 
 
 def test_soak(behind: Behind, tmp_path: Path) -> None:
     made: Counter[str] = Counter()
-    log: list[tuple[float, str]] = []
-    with (
-        cluster_node(behind, tmp_path, workers=2, store_commit_timeout="2") as (node, token),
-        Senders(node, token, SENDERS) as senders,
-    ):
-        wait_for(lambda: senders.acknowledged, "load under way", 60)
-        start = memory(node)
-        began = time.monotonic()
-        while (left := SECONDS - (time.monotonic() - began)) > 0:
-            time.sleep(min(FAULT_SECONDS, left))
-            if time.monotonic() - began >= SECONDS:
-                break
-            kind = random.choice(FAULTS)
-            log.append((time.monotonic() - began, kind))
-            fault(behind, node, kind)
-            made[kind] += 1
-        # the last fault's process started again and acknowledging before the end is measured
-        settled_at = time.monotonic()
+    log: list[tuple[float, str, str]] = []
+    listen = free_port()
+    dc09_ports = [free_port() for _ in range(NODES)]
+
+    def receiver_link(env: dict[str, str]) -> None:
+        station.provision(tmp_path, env)
+        station.add_link(tmp_path, "mlr2", "--listen", f"127.0.0.1:{listen}", env=env)
+
+    panels = dc09_panel.Load(tuple(dc09_ports))
+    accounts = [f"8{i:03d}" for i in range(PANELS)]
+    panel_threads = [
+        threading.Thread(target=panels.run, args=(a, i % NODES), daemon=True)
+        for i, a in enumerate(accounts)
+    ]
+    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
+    with cluster_nodes(
+        behind, tmp_path, NODES, dc09_ports, workers=2, provisioned=receiver_link, **SETTINGS
+    ) as (nodes, token):
+        stack = ExitStack()
+        http = [
+            stack.enter_context(Senders(node, token, SENDERS, prefix=f"node{number}-"))
+            for number, node in enumerate(nodes, 1)
+        ]
         try:
-            wait_for(lambda: senders.first_ack_after(settled_at), "a 200 at the end", 60)
-        except AssertionError:
-            print(f"\nfaults (seconds from the start, kind): {log}")
-            print(
-                f"answers (seconds from the start, status, code), the last 40: "
-                f"{[(round(t - began, 2), s, c) for t, s, c in senders.answers[-40:]]}"
+            for thread in panel_threads:
+                thread.start()
+            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
+            wait_for(
+                lambda: all(s.acknowledged for s in http) and panels.acked and sim.acked(),
+                "load under way on every interface",
+                60,
             )
-            raise
-        end = memory(node)
-        senders.stop.set()
-    missing = senders.acknowledged - stored_keys(behind)
-    twice = routed_twice(behind)
-    refused = Counter((status, code) for _, status, code in senders.answers if status != 200)
+            start = memory(nodes)
+            began = time.monotonic()
+            while (left := SECONDS - (time.monotonic() - began)) > 0:
+                time.sleep(min(FAULT_SECONDS, left))
+                if time.monotonic() - began >= SECONDS:
+                    break
+                kind = random.choice(FAULTS)
+                at = time.monotonic() - began
+                log.append((at, kind, fault(behind, nodes, kind)))
+                made[kind] += 1
+            # the last fault over, every interface acknowledging again before the end is measured
+            settled_at, settled_perf = time.monotonic(), time.perf_counter()
+            try:
+                for number, senders in enumerate(http, 1):
+                    wait_for(
+                        lambda s=senders: s.first_ack_after(settled_at), f"node{number}: a 200", 60
+                    )
+                wait_for(lambda: panels.last_ack > settled_at, "a DC-09 ACK at the end", 60)
+                wait_for(
+                    lambda: receiver_last_ack(sim) > settled_perf,
+                    "a receiver ACK at the end",
+                    60,
+                    every=0.5,
+                )
+            except AssertionError:
+                print(f"\nfaults (seconds from the start, kind, hit): {log}")
+                for number, senders in enumerate(http, 1):
+                    last = [(round(t - began, 2), s, c) for t, s, c in senders.answers[-20:]]
+                    print(f"node{number}'s last 20 answers (seconds, status, code): {last}")
+                print(f"the primary's sessions: {sessions(behind)}")
+                raise
+            end = memory(nodes)
+            elapsed = time.monotonic() - began
+        finally:
+            stack.close()  # the HTTP senders stopped
+            panels.stop.set()
+            for thread in panel_threads:
+                thread.join(timeout=30)
+            sim.stop()
+    twice = routed_twice(behind)  # waits until every stored signal is routed
+    acknowledged = set().union(*(s.acknowledged for s in http))
+    missing = acknowledged - stored_keys(behind)
+    frames = dc09_panel.stored(tmp_path, url=behind.direct())
+    dc09_missing = panels.missing(frames)
+    dc09_twice = sum(1 for count in frames.values() if count > 1)
+    received = station.history(tmp_path, url=behind.direct())
+    receiver_acked = sim.acked()
+    receiver_missing = station.lost(sim, tmp_path, url=behind.direct())
+    receiver_twice = sum(1 for count in received.values() if count > 1)
+    answers = [a for s in http for a in s.answers]
+    refused = Counter((status, code) for _, status, code in answers if status != 200)
     print(
-        f"\nsoak {SECONDS:.0f} s, a fault every {FAULT_SECONDS:.0f} s: {dict(made)} "
-        f"(seconds from the start: {', '.join(f'{t:.0f} {k}' for t, k in log)}); "
-        f"acknowledged {len(senders.acknowledged)}, missing {len(missing)}, routed twice "
-        f"{twice}; answers not 200: {dict(refused)}"
+        f"\nsoak {elapsed:.0f} s, {NODES} nodes, a fault every {FAULT_SECONDS:.0f} s: "
+        f"{dict(made)}\n  faults (seconds from the start, kind, hit): "
+        f"{', '.join(f'{t:.0f} {k} {h}' for t, k, h in log)}\n"
+        f"  HTTP: acknowledged {len(acknowledged)} "
+        f"({', '.join(str(len(s.acknowledged)) for s in http)} by node), missing {len(missing)}; "
+        f"answers not 200: {dict(refused)}\n"
+        f"  DC-09 ({PANELS} panels): acknowledged {len(panels.acked)} ({panels.sends} frames "
+        f"sent, resends included), missing {len(dc09_missing)}, stored twice {dc09_twice}\n"
+        f"  receiver link (MLR2, stop-and-wait): acknowledged {len(receiver_acked)}, missing "
+        f"{len(receiver_missing)}, stored twice {receiver_twice}, NAKs "
+        f"{sum(d.naks for d in sim.events())}, connections {sim.connections}\n"
+        f"  routed twice {twice}"
     )
+    print("  resident memory (KiB) at the start and the end:")
     for name in sorted(set(start) | set(end)):
-        print(f"  {name}: {start.get(name, '-')} KiB at the start, {end.get(name, '-')} at the end")
+        (pid, first), (last_pid, last) = start.get(name, (0, 0)), end.get(name, (0, 0))
+        again = "" if pid == last_pid else " (a process started again since)"
+        print(f"    {name}: {first or '-'}, {last or '-'}{again}")
     assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
+    assert not dc09_missing, f"DC-09 frames ACKed but not stored: {sorted(dc09_missing)[:10]}"
+    assert not receiver_missing, f"receiver frames ACKed, not stored: {receiver_missing[:10]}"
     assert twice == 0, "a signal was routed more than once"
+    assert dc09_twice == 0, "a DC-09 frame was stored more than once"
     assert {code for status, code in refused if status is not None} <= {"STORE-1"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -17,7 +17,7 @@ import psycopg
 
 from alarmhub.core.router import SIGNAL_PATHS
 from tests.support.database import UNROUTED
-from tests.support.processes import Server, cli, wait_for
+from tests.support.processes import Server, cli, start_all, wait_for
 
 
 class Database(Protocol):
@@ -51,23 +51,52 @@ def cluster_node(
     1234; ``workers``: its worker processes, else the suite's; ``comma``: the URL's comma
     form); the node and its token.
     Stopped afterwards (killed if it does not stop)."""
+    ports = None if dc09_port is None else [dc09_port]
+    with cluster_nodes(cluster, data_dir, 1, ports, workers, comma, **settings) as (nodes, token):
+        yield nodes[0], token
+
+
+@contextmanager
+def cluster_nodes(
+    cluster: Database,
+    data_dir: Path,
+    count: int,
+    dc09_ports: list[int] | None = None,
+    workers: int | None = None,
+    comma: bool = False,
+    provisioned: Callable[[dict[str, str]], None] | None = None,
+    **settings: str,
+) -> Iterator[tuple[list[Server], str]]:
+    """``count`` nodes on the cluster's multi-host URL, provisioned once, as
+    :func:`cluster_node` (``dc09_ports``: one DC-09 listener a node; ``provisioned``: called
+    with the nodes' environment once the station is provisioned, before they start: more
+    provisioning); the nodes and the token. Stopped afterwards (killed if they do not stop)."""
     env = {"ALARMHUB_DATABASE_URL": cluster.url(comma=comma)}
     env.update({f"ALARMHUB_{name.upper()}": value for name, value in settings.items()})
     token = provision(data_dir, env)
     extra: tuple[str, ...] = () if workers is None else ("--workers", str(workers))
-    if dc09_port is not None:
+    if dc09_ports is not None:
         cli(data_dir, "dnis", "add", "1234", "--mask", "70####", env=env)
         cli(data_dir, "dc09", "line", "add", "--receiver", "0", "--line", "0", "--dnis", "1234",
             env=env)  # fmt: skip
-        extra += ("--dc09-listen", f"127.0.0.1:{dc09_port}")
-    node = Server(data_dir, extra_args=extra, env=env).start()
+    if provisioned is not None:
+        provisioned(env)
+    nodes = start_all(
+        Server(data_dir, extra_args=extra + _dc09_listen(dc09_ports, i), env=env)
+        for i in range(count)
+    )
     try:
-        yield node, token
+        yield nodes, token
     finally:
-        try:
-            node.stop(timeout=20)
-        except Exception:
-            node.kill()
+        for node in nodes:
+            try:
+                node.stop(timeout=20)
+            except Exception:
+                node.kill()
+
+
+def _dc09_listen(ports: list[int] | None, index: int) -> tuple[str, ...]:
+    return () if ports is None else ("--dc09-listen", f"127.0.0.1:{ports[index]}")
 
 
 def signal_body(n: int) -> dict[str, str]:
@@ -78,11 +107,14 @@ def signal_body(n: int) -> dict[str, str]:
 
 class Senders:
     """``count`` threads posting signals to ``node`` as fast as it answers, each with a new
-    Idempotency-Key; every answer recorded (status, error code, seconds it took)."""
+    Idempotency-Key (``s``, the thread's number, ``-``, the signal's: ``prefix`` before it
+    keeps the keys of senders to several nodes apart); every answer recorded (status, error
+    code, seconds it took)."""
 
-    def __init__(self, node: Server, token: str, count: int) -> None:
+    def __init__(self, node: Server, token: str, count: int, prefix: str = "") -> None:
         self.node = node
         self.token = token
+        self.prefix = prefix
         self.acknowledged: set[str] = set()
         self.answers: list[tuple[float, int | None, str]] = []  # (monotonic time, status, code)
         self.stop = threading.Event()
@@ -116,7 +148,7 @@ class Senders:
         with httpx.Client(base_url=self.node.url, timeout=60) as client:
             i = 0
             while not self.stop.is_set():
-                key = f"s{number}-{i}"
+                key = f"{self.prefix}s{number}-{i}"
                 i += 1
                 headers = {"Authorization": f"Bearer {self.token}", "Idempotency-Key": key}
                 try:

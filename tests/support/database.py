@@ -189,12 +189,13 @@ class Record(tuple[Any, ...]):
         return list(self._columns)
 
 
-def db_rows(data_dir: Path, sql: str, *params: object) -> list[Record]:
-    """Rows from the database of ``data_dir`` (SQLite opened read-only, or PostgreSQL), for
-    SQL written with ``?`` placeholders."""
-    if on_postgres():
-        url, sql = database_url(data_dir), sql.replace("%", "%%").replace("?", "%s")
-        options: dict[str, Any] = {}
+def db_rows(data_dir: Path, sql: str, *params: object, url: str | None = None) -> list[Record]:
+    """Rows from the database of ``data_dir`` (SQLite opened read-only, or PostgreSQL), or from
+    the PostgreSQL database at ``url`` (a fault test's cluster), for SQL written with ``?``
+    placeholders."""
+    options: dict[str, Any] = {}
+    if url is not None or on_postgres():
+        url, sql = url or database_url(data_dir), sql.replace("%", "%%").replace("?", "%s")
     else:
         url = f"sqlite:///file:{data_dir / 'alarmhub.db'}?mode=ro&uri=true"
         options = {"timeout": 10}  # seconds to wait while the node writes

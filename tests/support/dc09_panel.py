@@ -1,13 +1,18 @@
-"""Test helpers that act as DC-09 panels: frames over TCP and UDP to a real server, and the
-station the DC-09 end-to-end tests share."""
+"""Test helpers that act as DC-09 panels: frames over TCP and UDP to a real server, the station
+the DC-09 end-to-end tests share, and panels under load (:class:`Load`: each account sends its
+numbered events as fast as they are ACKed, and sends again what got no answer) with what of
+them was stored."""
 
 from __future__ import annotations
 
 import socket
+import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from my_dc09_spt.msg.dc05_msg import dc05_msg
 from my_dc09_spt.msg.dc09_msg import dc09_msg
 
 from tests.support.database import db_rows
@@ -95,3 +100,90 @@ def signal_count(data_dir: Path, where: str = "1=1", *params: object) -> int:
 
 def settle(seconds: float = 0.3) -> None:
     time.sleep(seconds)
+
+
+ANSWER_SECONDS = 2.0  # a panel's wait for the answer to a frame before it sends it again
+
+
+def frame_for(account: str, n: int) -> bytes:
+    """Frame ``n`` of ``account``: an E130 whose area and zone spell ``n`` (0-99,999)."""
+    payload = dc05_msg.dc05event(
+        account, {"code": "130", "area": str(n // 1000), "zone": str(n % 1000)}
+    )
+    return spt(account).dc09block(n % 9999 + 1, "ADM-CID", payload).encode()
+
+
+def identity(account: str, n: int) -> tuple[str, str, str]:
+    """The stored panel, area and zone of :func:`frame_for` ``n``."""
+    return account, str(n // 1000).zfill(2), str(n % 1000).zfill(3)
+
+
+@dataclass
+class Load:
+    """Panels sending their numbered frames over TCP, one at a time, each as soon as the one
+    before was ACKed (:meth:`run`, one thread per account); a frame not answered within
+    ANSWER_SECONDS, or whose connection failed, is sent again on a new connection: to the
+    panel's own port of ``ports``, or to the next that can be reached when that one cannot
+    (a panel's second receiver)."""
+
+    ports: tuple[int, ...]
+    acked: set[tuple[str, int]] = field(default_factory=set)
+    sent: set[tuple[str, int]] = field(default_factory=set)
+    sends: int = 0  # frames sent, those sent again included
+    last_ack: float = 0.0  # the monotonic time of the latest ACK
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, account: str, first: int = 0) -> None:
+        """Send ``account``'s frames to ``ports[first]`` (or the next) until :attr:`stop`."""
+        n = 0
+        sock: socket.socket | None = None
+        while not self.stop.is_set():
+            try:
+                if sock is None:
+                    sock = self._connect(first)
+                with self.lock:
+                    self.sent.add((account, n))
+                    self.sends += 1
+                sock.sendall(frame_for(account, n))
+                answers = read_answers(sock, 1, timeout=ANSWER_SECONDS)
+                if answers and kind(answers[0]) == "ACK":
+                    with self.lock:
+                        self.acked.add((account, n))
+                        self.last_ack = time.monotonic()
+                    n += 1
+                elif not answers:  # no answer: send it again, as a panel does
+                    sock.close()
+                    sock = None
+            except OSError:
+                if sock is not None:
+                    sock.close()
+                sock = None
+                time.sleep(0.05)
+        if sock is not None:
+            sock.close()
+
+    def _connect(self, first: int) -> socket.socket:
+        """A connection to ``ports[first]``, else to the first of the others that takes it."""
+        order = self.ports[first:] + self.ports[:first]
+        for port in order[:-1]:
+            try:
+                return socket.create_connection(("127.0.0.1", port), timeout=1)
+            except OSError:
+                continue
+        return socket.create_connection(("127.0.0.1", order[-1]), timeout=1)
+
+    def missing(self, stored: Counter[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        """The ACKed frames not in ``stored`` (:func:`stored`)."""
+        with self.lock:
+            acked = [identity(a, n) for a, n in self.acked]
+        return [x for x in acked if stored[x] == 0]
+
+
+def stored(data_dir: Path, url: str | None = None) -> Counter[tuple[str, str, str]]:
+    """The DC-09 signals in the database of ``data_dir`` (or at ``url``), counted by panel,
+    area and zone."""
+    rows = db_rows(
+        data_dir, "SELECT panel, area, zone FROM signal WHERE destination = 'dc09'", url=url
+    )
+    return Counter((r["panel"], r["area"], r["zone"]) for r in rows)

@@ -7,13 +7,10 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
-
 from alarmhub.core.surgard import contact_id_frame
-from alarmhub.store.engine import driver_url
 from tests.support.database import db_rows
 from tests.support.processes import Server, cli
+from tests.support.receiver_sim import ReceiverSim
 
 DNIS = "4321"
 MASK = "70####"
@@ -63,17 +60,15 @@ HISTORY = "SELECT area, zone FROM history WHERE account_number = ? AND code = ?"
 def history(data_dir: Path, code: str = "E602", url: str | None = None) -> Counter[tuple[str, str]]:
     """The account's history events of ``code``, counted by area and zone, in the database of
     ``data_dir`` (or at ``url``)."""
-    if url is None:
-        rows = [(r["area"], r["zone"]) for r in db_rows(data_dir, HISTORY, ACCOUNT, code)]
-    else:
-        engine = create_engine(driver_url(url), poolclass=NullPool)
-        try:
-            with engine.connect() as conn:
-                sql = HISTORY.replace("?", "%s")
-                rows = [(r[0], r[1]) for r in conn.exec_driver_sql(sql, (ACCOUNT, code))]
-        finally:
-            engine.dispose()
-    return Counter(rows)
+    rows = db_rows(data_dir, HISTORY, ACCOUNT, code, url=url)
+    return Counter((r["area"], r["zone"]) for r in rows)
+
+
+def lost(sim: ReceiverSim, data_dir: Path, url: str | None = None) -> list[tuple[str, str]]:
+    """The frames of :func:`event` that ``sim`` saw ACKed and that are not (yet) in history."""
+    acked = [identity(n) for n, d in enumerate(sim.events()) if d.acked]
+    stored = history(data_dir, url=url)
+    return [x for x in acked if stored[x] == 0]
 
 
 def holder(nodes: list[Server], peer_port: int) -> Server | None:

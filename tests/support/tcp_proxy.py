@@ -153,9 +153,11 @@ class TcpProxy:
         marked: list[int],
         from_client: bool = False,
     ) -> None:
-        """Copy ``reader`` to ``writer`` until either ends (its end passed on as a half-close);
-        a client's bytes are looked at for the marker of :meth:`cut_on`, and the server's answer
-        after them is dropped and every connection cut."""
+        """Copy ``reader`` to ``writer`` until either ends (its end passed on as a half-close,
+        a reset as a reset: a client killed with bytes unread resets its connection, and the
+        server must learn it, or its session, and the locks it holds, would outlive the
+        client); a client's bytes are looked at for the marker of :meth:`cut_on`, and the
+        server's answer after them is dropped and every connection cut."""
         try:
             while data := await reader.read(CHUNK):
                 if pair in self._silenced:
@@ -174,7 +176,8 @@ class TcpProxy:
             if pair not in self._silenced and writer.can_write_eof():
                 writer.write_eof()
         except (OSError, RuntimeError):
-            pass
+            if pair not in self._silenced:
+                _reset(writer)
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
