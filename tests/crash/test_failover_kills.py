@@ -1,30 +1,46 @@
-"""A node's child process SIGKILLed during the PostgreSQL primary's failover (issue 39): the
-primary SIGKILLed under load, then the node's writer, one of its workers or its delivery process
-(``ah-writer``, ``ah-worker``, ``ah-delivery`` in ``/proc/PID/comm``) SIGKILLed before the
-standby is promoted (``tests.support.pg_cluster``; the node on the multi-host URL, two workers).
+"""Processes SIGKILLed during the PostgreSQL primary's failover (issue 39): the primary
+SIGKILLed under load, then, before the standby is promoted (``tests.support.pg_cluster``; the
+nodes on the multi-host URL, two workers each), either a node's writer, one of its workers or
+its delivery process (``ah-writer``, ``ah-worker``, ``ah-delivery`` in ``/proc/PID/comm``), or
+the whole of one of two nodes under mixed load (HTTP senders and DC-09 panels on both, a
+Sur-Gard receiver link), that node started again after the promotion.
 
-Shown: every signal answered 200 is in the promoted server, none is routed twice, every answer
-not 200 is ``503 STORE-1`` (or the connection a killed worker held, closed), the node starts the
-killed process again and acknowledges again by itself. The seconds from the promotion to the
-first 200 are printed (docs/reliability.md). Selected with ``-m faults``; needs the PostgreSQL
-server binaries. Each test has a cluster of its own: a promotion leaves one server.
+Shown: every signal answered 200, every DC-09 and receiver frame ACKed, is in the promoted
+server, none is routed twice, every answer not 200 is ``503 STORE-1`` (or a connection a killed
+process held, closed or refused), the nodes acknowledge again. The seconds from the promotion
+to the first 200 (of each node) are printed (docs/reliability.md). Selected with ``-m faults``;
+needs the PostgreSQL server binaries. Each test has a cluster of its own: a promotion leaves
+one server.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from alarmhub.core import events
-from tests.support import pg_cluster
-from tests.support.cluster_node import Senders, cluster_node, tally
+from tests.support import dc09_panel, pg_cluster
+from tests.support import receiver_station as station
+from tests.support.cluster_node import (
+    Senders,
+    cluster_node,
+    cluster_nodes,
+    routed_twice,
+    stored_keys,
+    tally,
+)
+from tests.support.crashing import kill_node, named
 from tests.support.pg_cluster import PgCluster
-from tests.support.processes import Server, cli, free_port, wait_for
+from tests.support.processes import cli, free_port, wait_for
+from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 
 pytestmark = pg_cluster.MARKS
 SENDERS = 4
@@ -47,19 +63,6 @@ def add_webhook(cluster: PgCluster, data_dir: Path) -> None:
     env = {"ALARMHUB_DATABASE_URL": cluster.url(), "ALARMHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
     url = f"http://127.0.0.1:{free_port()}/hook"
     cli(data_dir, "webhook", "add", url, "--event", events.ALARM_RAISED, env=env)
-
-
-def named(node: Server, name: str) -> list[int]:
-    """The node's processes named ``name`` (``/proc/PID/comm``)."""
-    found = []
-    for pid in node.pids():
-        try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue  # ended meanwhile
-        if comm == name:
-            found.append(pid)
-    return found
 
 
 @pytest.mark.parametrize("child", ["ah-writer", "ah-worker", "ah-delivery"])
@@ -98,3 +101,114 @@ def test_a_child_killed_during_the_failover_loses_nothing_acknowledged(
     )
     counted.assert_nothing_lost()
     assert {code for status, code in counted.refused if status is not None} <= {"STORE-1"}
+
+
+NODE_SENDERS = 2  # HTTP senders a node, in the test of a whole node
+NODE_BEFORE = 50  # signals acknowledged by each node before the faults
+NODE_AFTER = 50  # ... and by each node after node 1 started again
+PANELS = 2  # DC-09 accounts: one on each node, each turning to the other when its own is down
+RECEIVER_FRAMES = 100_000  # the receiver's queue: more than it can send in the test
+MIXED = {**SETTINGS, "runaway_limit": "1000000"}  # panels send on and on
+
+
+def test_a_whole_node_killed_during_the_failover_loses_nothing_acknowledged(
+    cluster: PgCluster, tmp_path: Path
+) -> None:
+    listen = free_port()
+    dc09_ports = [free_port(), free_port()]
+    panels = dc09_panel.Load(tuple(dc09_ports))
+    panel_threads = [
+        threading.Thread(target=panels.run, args=(f"8{i:03d}", i % 2), daemon=True)
+        for i in range(PANELS)
+    ]
+    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
+    provisioned = station.listen_link(tmp_path, listen)
+    with (
+        cluster_nodes(
+            cluster, tmp_path, 2, dc09_ports, workers=2, provisioned=provisioned, **MIXED
+        ) as (nodes, token),
+        ExitStack() as stack,
+    ):
+        http = [
+            stack.enter_context(Senders(node, token, NODE_SENDERS, prefix=f"node{number}-"))
+            for number, node in enumerate(nodes, 1)
+        ]
+        try:
+            for thread in panel_threads:
+                thread.start()
+            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
+            wait_for(
+                lambda: (
+                    all(len(s.acknowledged) >= NODE_BEFORE for s in http)
+                    and len({a for a, _ in panels.acked}) == PANELS
+                    and sim.acked()
+                ),
+                "load under way on every interface and node",
+                90,
+            )
+            faulted_at = time.monotonic()
+            cluster.kill_primary()
+            kill_node(nodes[0])
+            promoted_at = cluster.promote()
+            node2_first = wait_for(
+                lambda: http[1].first_ack_after(promoted_at), "node 2: a 200 again", 60
+            )
+            restarted_at = time.monotonic()
+            nodes[0].start(timeout=120)
+            node1_first = wait_for(
+                lambda: http[0].first_ack_after(restarted_at), "node 1: a 200 again", 60
+            )
+            acked_then = [len(s.acknowledged) for s in http]
+            restarted_perf = time.perf_counter()
+            wait_for(
+                lambda: all(
+                    len(s.acknowledged) >= n + NODE_AFTER
+                    for s, n in zip(http, acked_then, strict=True)
+                ),
+                "both nodes acknowledge on",
+                60,
+            )
+            wait_for(lambda: panels.last_ack > restarted_at, "a DC-09 ACK after the restart", 60)
+            wait_for(
+                lambda: station.last_ack(sim) > restarted_perf,
+                "a receiver ACK after the restart",
+                60,
+                every=0.5,
+            )
+        finally:
+            stack.close()  # the HTTP senders stopped
+            panels.stop.set()
+            for thread in panel_threads:
+                thread.join(timeout=30)
+            sim.stop()
+    twice = routed_twice(cluster)  # waits until every stored signal is routed
+    acknowledged = set().union(*(s.acknowledged for s in http))
+    missing = acknowledged - stored_keys(cluster)
+    frames = dc09_panel.stored(tmp_path, url=cluster.direct())
+    dc09_missing = panels.missing(frames)
+    dc09_twice = sum(1 for count in frames.values() if count > 1)
+    received = station.history(tmp_path, url=cluster.direct())
+    receiver_missing = station.lost(sim, tmp_path, url=cluster.direct())
+    refused = Counter(
+        (status, code) for s in http for _, status, code in s.answers if status != 200
+    )
+    print(
+        f"\nthe primary and the whole of node 1 killed, two nodes: fault to promotion "
+        f"{promoted_at - faulted_at:.2f} s; promotion to node 2's first 200 "
+        f"{node2_first - promoted_at:.2f} s, to node 1's first 200 after its restart "
+        f"{node1_first - promoted_at:.2f} s (its start took {node1_first - restarted_at:.2f} s)"
+        f"\n  HTTP ({NODE_SENDERS} senders a node): acknowledged {len(acknowledged)} "
+        f"({', '.join(str(len(s.acknowledged)) for s in http)} by node), missing {len(missing)}, "
+        f"routed twice {twice}; answers not 200: {dict(refused)}"
+        f"\n  DC-09 ({PANELS} panels): acknowledged {len(panels.acked)} ({panels.sends} frames "
+        f"sent, resends included), missing {len(dc09_missing)}, stored twice {dc09_twice}"
+        f"\n  receiver link (MLR2): acknowledged {len(sim.acked())}, missing "
+        f"{len(receiver_missing)}, stored twice {sum(1 for c in received.values() if c > 1)}, "
+        f"NAKs {sum(d.naks for d in sim.events())}, connections {sim.connections}"
+    )
+    assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
+    assert not dc09_missing, f"DC-09 frames ACKed but not stored: {sorted(dc09_missing)[:10]}"
+    assert not receiver_missing, f"receiver frames ACKed, not stored: {receiver_missing[:10]}"
+    assert twice == 0, "a signal was routed more than once"
+    assert dc09_twice == 0, "a DC-09 frame was stored more than once"
+    assert {code for status, code in refused if status is not None} <= {"STORE-1"}

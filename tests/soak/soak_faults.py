@@ -41,7 +41,7 @@ import pytest
 from tests.support import dc09_panel, pg_cluster
 from tests.support import receiver_station as station
 from tests.support.cluster_node import Senders, cluster_nodes, routed_twice, stored_keys
-from tests.support.crashing import kill_node
+from tests.support.crashing import kill_node, named
 from tests.support.pg_cluster import DATABASE, PgCluster
 from tests.support.processes import Server, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
@@ -75,7 +75,7 @@ class Behind:
 
     def direct(self) -> str:
         """The URL of the primary itself (what the test reads afterwards)."""
-        return f"postgresql://postgres@127.0.0.1:{self.cluster.primary.port}/{DATABASE}"
+        return self.cluster.direct()
 
     def connect(self) -> psycopg.Connection[Any]:
         return self.cluster.connect()
@@ -105,17 +105,6 @@ def memory(nodes: list[Server]) -> dict[str, tuple[int, int]]:
                 name = f"node{number} {comm}#{n}"
             found[name] = pid, int(rss.group(1)) if rss else 0
     return found
-
-
-def named(node: Server, name: str) -> list[int]:
-    pids = []
-    for pid in node.pids():
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == name:
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
 
 
 def fault(behind: Behind, nodes: list[Server], kind: str) -> str:
@@ -150,20 +139,11 @@ def sessions(behind: Behind) -> list[tuple[object, ...]]:
         ).fetchall()
 
 
-def receiver_last_ack(sim: ReceiverSim) -> float:
-    """The ``time.perf_counter()`` of the receiver's latest ACK (0: none yet)."""
-    return max((d.acked_at or 0.0 for d in sim.events()), default=0.0)
-
-
 def test_soak(behind: Behind, tmp_path: Path) -> None:
     made: Counter[str] = Counter()
     log: list[tuple[float, str, str]] = []
     listen = free_port()
     dc09_ports = [free_port() for _ in range(NODES)]
-
-    def receiver_link(env: dict[str, str]) -> None:
-        station.provision(tmp_path, env)
-        station.add_link(tmp_path, "mlr2", "--listen", f"127.0.0.1:{listen}", env=env)
 
     panels = dc09_panel.Load(tuple(dc09_ports))
     accounts = [f"8{i:03d}" for i in range(PANELS)]
@@ -172,6 +152,7 @@ def test_soak(behind: Behind, tmp_path: Path) -> None:
         for i, a in enumerate(accounts)
     ]
     sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
+    receiver_link = station.listen_link(tmp_path, listen)
     with cluster_nodes(
         behind, tmp_path, NODES, dc09_ports, workers=2, provisioned=receiver_link, **SETTINGS
     ) as (nodes, token):
@@ -208,7 +189,7 @@ def test_soak(behind: Behind, tmp_path: Path) -> None:
                     )
                 wait_for(lambda: panels.last_ack > settled_at, "a DC-09 ACK at the end", 60)
                 wait_for(
-                    lambda: receiver_last_ack(sim) > settled_perf,
+                    lambda: station.last_ack(sim) > settled_perf,
                     "a receiver ACK at the end",
                     60,
                     every=0.5,

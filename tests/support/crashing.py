@@ -1,6 +1,6 @@
 """What the crash tests share: the servers a test starts (killed at its end), the writer
-processes a server's log names, killing a whole node, and waiting for a killed process to be
-gone."""
+processes a server's log names, a node's processes by name, killing a whole node, and waiting
+for a killed process to be gone."""
 
 from __future__ import annotations
 
@@ -43,6 +43,20 @@ def wait_for_writer(server: Server, not_pid: int | None = None) -> int:
             return pids[-1]
         time.sleep(0.05)
     raise AssertionError(f"no writer process start in the log:\n{server.log()}")
+
+
+def named(node: Server, name: str) -> list[int]:
+    """The node's processes named ``name`` (``/proc/PID/comm``: ``ah-writer``, ``ah-worker``,
+    ``ah-delivery``)."""
+    found = []
+    for pid in node.pids():
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue  # ended meanwhile
+        if comm == name:
+            found.append(pid)
+    return found
 
 
 def alive(pid: int) -> bool:

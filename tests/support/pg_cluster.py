@@ -242,6 +242,10 @@ class PgCluster:
         hosts = "&".join(f"host=127.0.0.1:{port}" for port in ports)
         return f"postgresql://postgres@/{DATABASE}?{hosts}&target_session_attrs=read-write"
 
+    def direct(self) -> str:
+        """The URL of the primary itself (the promoted standby after a promotion)."""
+        return f"postgresql://postgres@127.0.0.1:{self.primary.port}/{DATABASE}"
+
     def wait_synchronous(self) -> None:
         """Wait until the primary sees the standby as its synchronous standby."""
         deadline = time.monotonic() + START_SECONDS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from alarmhub.core.surgard import contact_id_frame
@@ -38,6 +39,18 @@ def add_link(data_dir: Path, name: str, *transport: str, env: dict[str, str] | N
     )  # fmt: skip
 
 
+def listen_link(data_dir: Path, port: int) -> Callable[[dict[str, str]], None]:
+    """What provisions the station and an MLR2 link listening on ``port`` of 127.0.0.1, given
+    the nodes' environment (``cluster_nodes``'s ``provisioned``): the node that binds the port
+    takes the link, another takes it when that one dies."""
+
+    def provisioned(env: dict[str, str]) -> None:
+        provision(data_dir, env)
+        add_link(data_dir, "mlr2", "--listen", f"127.0.0.1:{port}", env=env)
+
+    return provisioned
+
+
 def contact_id(code: str, zone: str, area: str = "01") -> bytes:
     """A Contact ID frame of the station's panel on receiver 1, line 1."""
     return contact_id_frame(RECEIVER, LINE, PANEL, code, area, zone)
@@ -69,6 +82,11 @@ def lost(sim: ReceiverSim, data_dir: Path, url: str | None = None) -> list[tuple
     acked = [identity(n) for n, d in enumerate(sim.events()) if d.acked]
     stored = history(data_dir, url=url)
     return [x for x in acked if stored[x] == 0]
+
+
+def last_ack(sim: ReceiverSim) -> float:
+    """The ``time.perf_counter()`` of ``sim``'s latest ACK (0: none yet)."""
+    return max((d.acked_at or 0.0 for d in sim.events()), default=0.0)
 
 
 def holder(nodes: list[Server], peer_port: int) -> Server | None:
