@@ -39,8 +39,9 @@ lint: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/pytest -q tests/unit
 
-# the whole suite in one run on $(JOBS) workers: unit, e2e and the browser on SQLite; store and
-# crash tests on SQLite and on PostgreSQL (tests/conftest.py); PostgreSQL-only tests on it
+# the whole suite in one run on $(JOBS) workers, but the database faults (`make faults`): unit,
+# e2e and the browser on SQLite; store and crash tests on SQLite and on PostgreSQL
+# (tests/conftest.py); PostgreSQL-only tests on it
 # (the modules compiled once first: the workers' first processes then do not all compile them;
 # the test modules collected once beside the checks, so that pytest's assertion rewriting, about
 # 20 CPU-seconds, is done once and kept rather than by every worker at once)
@@ -48,7 +49,7 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m compileall -q src tests
 	@$(BIN)/pytest -q --collect-only -p no:cacheprovider > /dev/null & collecting=$$!; \
 	$(MAKE) --no-print-directory lint; checked=$$?; wait $$collecting; exit $$checked
-	$(BIN)/pytest -q -n $(JOBS)
+	$(BIN)/pytest -q -n $(JOBS) -m "not faults"
 
 # line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
 coverage: $(VENV)/.installed-test
@@ -64,8 +65,9 @@ coverage: $(VENV)/.installed-test
 fuzz: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
 
-# the database faults alone, with their figures (docs/reliability.md): a PostgreSQL primary and
-# a synchronous standby of their own (tests/support/pg_cluster.py); part of `make test` too
+# the database faults, with their figures (docs/reliability.md): a PostgreSQL primary and a
+# synchronous standby of their own (tests/support/pg_cluster.py), about three minutes of one
+# process; not part of `make test`, which they would take past its twelve minutes
 faults: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
 
