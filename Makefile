@@ -14,6 +14,11 @@ export ALARMHUB_TEST_DATABASE_URL
 unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
 JOBS ?= 6
+# each worker is handed a whole module at a time, so that a module's servers (its module-scoped
+# fixtures) start once, and in the suite's order, the long modules first (tests/conftest.py;
+# xdist would put the modules with the most tests first). xdist's default, batches of
+# consecutive tests, handed the first worker every long module, one after another
+DIST := --dist loadscope --no-loadscope-reorder
 
 .PHONY: run test lint unit coverage fuzz faults soak bench clean
 
@@ -49,12 +54,12 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m compileall -q src tests
 	@$(BIN)/pytest -q --collect-only -p no:cacheprovider > /dev/null & collecting=$$!; \
 	$(MAKE) --no-print-directory lint; checked=$$?; wait $$collecting; exit $$checked
-	$(BIN)/pytest -q -n $(JOBS) -m "not faults"
+	$(BIN)/pytest -q -n $(JOBS) $(DIST) -m "not faults"
 
 # line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
 coverage: $(VENV)/.installed-test
 	rm -f .coverage .coverage.*
-	$(BIN)/coverage run -m pytest -q -n $(JOBS)
+	$(BIN)/coverage run -m pytest -q -n $(JOBS) $(DIST)
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --skip-covered --sort=cover | tail -25
 	$(BIN)/coverage html -q

@@ -34,7 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Start the long tests first, so that no worker is left with one at the end of the run."""
+    """Start the long tests first, so that no worker is left with one at the end of the run:
+    ``make test`` hands each worker a whole module at a time (``--dist loadscope``), in this
+    order (``--no-loadscope-reorder``), so a module holding a long test is among the first."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
