@@ -14,10 +14,11 @@ export ALARMHUB_TEST_DATABASE_URL
 unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
 JOBS ?= 6
-# each worker is handed a whole module at a time, so that a module's servers (its module-scoped
-# fixtures) start once, and in the suite's order, the long modules first (tests/conftest.py;
-# xdist would put the modules with the most tests first). xdist's default, batches of
-# consecutive tests, handed the first worker every long module, one after another
+# each worker is handed a whole module at a time (the crash modules all at once, to run one after
+# another), so that a module's servers (its module-scoped fixtures) start once, and in the
+# suite's order, the long modules first (tests/conftest.py; xdist would put the modules with the
+# most tests first). xdist's default, batches of consecutive tests, handed the first worker
+# every long module, one after another
 DIST := --dist loadscope --no-loadscope-reorder
 
 .PHONY: run test lint unit coverage fuzz faults soak bench clean
