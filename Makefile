@@ -14,6 +14,12 @@ export ALARMHUB_TEST_DATABASE_URL
 unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers: the tests mostly wait on servers and processes, so three times the cores
 JOBS ?= 6
+# each worker is handed a whole module at a time (the crash modules all at once, to run one after
+# another), so that a module's servers (its module-scoped fixtures) start once, and in the
+# suite's order, the long modules first (tests/conftest.py; xdist would put the modules with the
+# most tests first). xdist's default, batches of consecutive tests, handed the first worker
+# every long module, one after another
+DIST := --dist loadscope --no-loadscope-reorder
 
 .PHONY: run test lint unit coverage fuzz faults soak bench clean
 
@@ -39,8 +45,9 @@ lint: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/pytest -q tests/unit
 
-# the whole suite in one run on $(JOBS) workers: unit, e2e and the browser on SQLite; store and
-# crash tests on SQLite and on PostgreSQL (tests/conftest.py); PostgreSQL-only tests on it
+# the whole suite in one run on $(JOBS) workers, but the database faults (`make faults`): unit,
+# e2e and the browser on SQLite; store and crash tests on SQLite and on PostgreSQL
+# (tests/conftest.py); PostgreSQL-only tests on it
 # (the modules compiled once first: the workers' first processes then do not all compile them;
 # the test modules collected once beside the checks, so that pytest's assertion rewriting, about
 # 20 CPU-seconds, is done once and kept rather than by every worker at once)
@@ -48,12 +55,12 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m compileall -q src tests
 	@$(BIN)/pytest -q --collect-only -p no:cacheprovider > /dev/null & collecting=$$!; \
 	$(MAKE) --no-print-directory lint; checked=$$?; wait $$collecting; exit $$checked
-	$(BIN)/pytest -q -n $(JOBS)
+	$(BIN)/pytest -q -n $(JOBS) $(DIST) -m "not faults"
 
 # line coverage of src/ by the whole suite, servers and commands included (htmlcov/index.html)
 coverage: $(VENV)/.installed-test
 	rm -f .coverage .coverage.*
-	$(BIN)/coverage run -m pytest -q -n $(JOBS)
+	$(BIN)/coverage run -m pytest -q -n $(JOBS) $(DIST)
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --skip-covered --sort=cover | tail -25
 	$(BIN)/coverage html -q
@@ -64,8 +71,9 @@ coverage: $(VENV)/.installed-test
 fuzz: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
 
-# the database faults alone, with their figures (docs/reliability.md): a PostgreSQL primary and
-# a synchronous standby of their own (tests/support/pg_cluster.py); part of `make test` too
+# the database faults, with their figures (docs/reliability.md): a PostgreSQL primary and a
+# synchronous standby of their own (tests/support/pg_cluster.py), about three minutes of one
+# process; not part of `make test`, which they would take past its twelve minutes
 faults: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
 

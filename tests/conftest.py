@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -34,8 +35,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Start the long tests first, so that no worker is left with one at the end of the run."""
+    """Start the long tests first, so that no worker is left with one at the end of the run:
+    ``make test`` hands each worker a whole module at a time (``--dist loadscope``), in this
+    order (``--no-loadscope-reorder``), so a module holding a long test is among the first."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+CRASH = "tests/crash/"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadscope`` (``make test``): a worker is handed a whole module at a time, and
+    every crash module at once, so that they run one after another: each loads the machine
+    as much as it can before its kill, and two at once on two cores starved each other's
+    nodes (servers not healthy in time, fewer signals before the kill)."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndCrashTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return CRASH if nodeid.startswith(CRASH) else nodeid.split("::", 1)[0]
+
+    return ModulesAndCrashTests(config, log)
 
 
 def _backends(metafunc: pytest.Metafunc) -> tuple[str, ...]:

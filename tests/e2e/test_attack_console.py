@@ -30,7 +30,8 @@ from tests.support.database import database_url
 from tests.support.processes import Server, cli, wait_for
 
 # the database matters to these attacks: they run on SQLite and on PostgreSQL
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
+# long: the module takes minutes in all under load, so it starts among the first
+pytestmark = [pytest.mark.backends("sqlite", "postgresql"), pytest.mark.long]
 
 PASSWORD = "correct-horse-battery"
 OPERATORS = ["OP1", "OP2", "OP3", "OP4", "OP5", "OP6", "OP7", "PWD", "OFF", "EXP", "DIS"]

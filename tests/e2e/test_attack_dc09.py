@@ -33,7 +33,8 @@ from tests.support.processes import Server, free_port, wait_for
 from tests.unit.test_core_router import DNIS, FakeRepository
 
 # the database matters to these attacks: they run on SQLite and on PostgreSQL
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
+# long: the module takes minutes in all under load, so it starts among the first
+pytestmark = [pytest.mark.backends("sqlite", "postgresql"), pytest.mark.long]
 
 
 def _event(account: str, seq: int, code: str = "130", zone: int = 1) -> bytes:

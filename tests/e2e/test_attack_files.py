@@ -29,7 +29,8 @@ from tests.support.database import database_url, on_postgres, sqlite_only
 from tests.support.processes import Server, cli, cli_json, free_port, provision, wait_for
 
 # the database matters to these attacks: they run on SQLite and on PostgreSQL
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
+# long: the module takes minutes in all under load, so it starts among the first
+pytestmark = [pytest.mark.backends("sqlite", "postgresql"), pytest.mark.long]
 
 DC09_KEY = "000102030405060708090A0B0C0D0E0F"
 PASSWORD = "correct-horse-battery"

@@ -29,6 +29,10 @@ from tests.support.runnable_docs import Block, Node, run_block, runnable_blocks
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKED = [path.relative_to(ROOT).as_posix() for path in DOCS if runnable_blocks(path)]
 
+# long: the files run one after another on one node, minutes in all under load, so the module
+# starts among the first
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:

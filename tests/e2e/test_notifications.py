@@ -43,7 +43,8 @@ from tests.support.processes import (
 from tests.support.sms_gateway import ACCOUNT_SID, AUTH_TOKEN, SmsGateway
 from tests.support.smtp_server import SmtpServer
 
-pytestmark = pytest.mark.backends("sqlite", "postgresql")
+# long: the module takes minutes in all under load, so it starts among the first
+pytestmark = [pytest.mark.backends("sqlite", "postgresql"), pytest.mark.long]
 
 DNIS = "N8"
 SUCCESS = {"status_code": 200, "status": "success"}

@@ -164,7 +164,9 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> Server:
+    def start(self, timeout: float = 90.0) -> Server:
+        """Start the server and wait until it answers ``/healthz`` (a generous deadline: on a
+        loaded machine of two cores the interpreter's start and imports alone took over 30 s)."""
         self.log_path = (self.log_dir or self.data_dir) / f"server-{self.port}.log"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if "ALARMHUB_DATABASE_URL" not in self.env:
