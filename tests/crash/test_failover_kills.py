@@ -19,7 +19,6 @@ import os
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -33,11 +32,10 @@ from tests.support.cluster_node import (
     Senders,
     cluster_node,
     cluster_nodes,
-    routed_twice,
-    stored_keys,
     tally,
 )
 from tests.support.crashing import kill_node, named
+from tests.support.mixed_load import tally_mixed
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import cli, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
@@ -181,34 +179,12 @@ def test_a_whole_node_killed_during_the_failover_loses_nothing_acknowledged(
             for thread in panel_threads:
                 thread.join(timeout=30)
             sim.stop()
-    twice = routed_twice(cluster)  # waits until every stored signal is routed
-    acknowledged = set().union(*(s.acknowledged for s in http))
-    missing = acknowledged - stored_keys(cluster)
-    frames = dc09_panel.stored(tmp_path, url=cluster.direct())
-    dc09_missing = panels.missing(frames)
-    dc09_twice = sum(1 for count in frames.values() if count > 1)
-    received = station.history(tmp_path, url=cluster.direct())
-    receiver_missing = station.lost(sim, tmp_path, url=cluster.direct())
-    refused = Counter(
-        (status, code) for s in http for _, status, code in s.answers if status != 200
-    )
+    counted = tally_mixed(cluster, tmp_path, http, panels, sim)
     print(
         f"\nthe primary and the whole of node 1 killed, two nodes: fault to promotion "
         f"{promoted_at - faulted_at:.2f} s; promotion to node 2's first 200 "
         f"{node2_first - promoted_at:.2f} s, to node 1's first 200 after its restart "
         f"{node1_first - promoted_at:.2f} s (its start took {node1_first - restarted_at:.2f} s)"
-        f"\n  HTTP ({NODE_SENDERS} senders a node): acknowledged {len(acknowledged)} "
-        f"({', '.join(str(len(s.acknowledged)) for s in http)} by node), missing {len(missing)}, "
-        f"routed twice {twice}; answers not 200: {dict(refused)}"
-        f"\n  DC-09 ({PANELS} panels): acknowledged {len(panels.acked)} ({panels.sends} frames "
-        f"sent, resends included), missing {len(dc09_missing)}, stored twice {dc09_twice}"
-        f"\n  receiver link (MLR2): acknowledged {len(sim.acked())}, missing "
-        f"{len(receiver_missing)}, stored twice {sum(1 for c in received.values() if c > 1)}, "
-        f"NAKs {sum(d.naks for d in sim.events())}, connections {sim.connections}"
+        f"\n{counted.summary(f' ({NODE_SENDERS} senders a node)', f' ({PANELS} panels)')}"
     )
-    assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
-    assert not dc09_missing, f"DC-09 frames ACKed but not stored: {sorted(dc09_missing)[:10]}"
-    assert not receiver_missing, f"receiver frames ACKed, not stored: {receiver_missing[:10]}"
-    assert twice == 0, "a signal was routed more than once"
-    assert dc09_twice == 0, "a DC-09 frame was stored more than once"
-    assert {code for status, code in refused if status is not None} <= {"STORE-1"}
+    counted.assert_nothing_lost()

@@ -40,8 +40,9 @@ import pytest
 
 from tests.support import dc09_panel, pg_cluster
 from tests.support import receiver_station as station
-from tests.support.cluster_node import Senders, cluster_nodes, routed_twice, stored_keys
+from tests.support.cluster_node import Senders, cluster_nodes
 from tests.support.crashing import kill_node, named
+from tests.support.mixed_load import tally_mixed
 from tests.support.pg_cluster import DATABASE, PgCluster
 from tests.support.processes import Server, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
@@ -209,40 +210,16 @@ def test_soak(behind: Behind, tmp_path: Path) -> None:
             for thread in panel_threads:
                 thread.join(timeout=30)
             sim.stop()
-    twice = routed_twice(behind)  # waits until every stored signal is routed
-    acknowledged = set().union(*(s.acknowledged for s in http))
-    missing = acknowledged - stored_keys(behind)
-    frames = dc09_panel.stored(tmp_path, url=behind.direct())
-    dc09_missing = panels.missing(frames)
-    dc09_twice = sum(1 for count in frames.values() if count > 1)
-    received = station.history(tmp_path, url=behind.direct())
-    receiver_acked = sim.acked()
-    receiver_missing = station.lost(sim, tmp_path, url=behind.direct())
-    receiver_twice = sum(1 for count in received.values() if count > 1)
-    answers = [a for s in http for a in s.answers]
-    refused = Counter((status, code) for _, status, code in answers if status != 200)
+    counted = tally_mixed(behind, tmp_path, http, panels, sim)
     print(
         f"\nsoak {elapsed:.0f} s, {NODES} nodes, a fault every {FAULT_SECONDS:.0f} s: "
         f"{dict(made)}\n  faults (seconds from the start, kind, hit): "
         f"{', '.join(f'{t:.0f} {k} {h}' for t, k, h in log)}\n"
-        f"  HTTP: acknowledged {len(acknowledged)} "
-        f"({', '.join(str(len(s.acknowledged)) for s in http)} by node), missing {len(missing)}; "
-        f"answers not 200: {dict(refused)}\n"
-        f"  DC-09 ({PANELS} panels): acknowledged {len(panels.acked)} ({panels.sends} frames "
-        f"sent, resends included), missing {len(dc09_missing)}, stored twice {dc09_twice}\n"
-        f"  receiver link (MLR2, stop-and-wait): acknowledged {len(receiver_acked)}, missing "
-        f"{len(receiver_missing)}, stored twice {receiver_twice}, NAKs "
-        f"{sum(d.naks for d in sim.events())}, connections {sim.connections}\n"
-        f"  routed twice {twice}"
+        f"{counted.summary(panels=f' ({PANELS} panels)')}"
     )
     print("  resident memory (KiB) at the start and the end:")
     for name in sorted(set(start) | set(end)):
         (pid, first), (last_pid, last) = start.get(name, (0, 0)), end.get(name, (0, 0))
         again = "" if pid == last_pid else " (a process started again since)"
         print(f"    {name}: {first or '-'}, {last or '-'}{again}")
-    assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
-    assert not dc09_missing, f"DC-09 frames ACKed but not stored: {sorted(dc09_missing)[:10]}"
-    assert not receiver_missing, f"receiver frames ACKed, not stored: {receiver_missing[:10]}"
-    assert twice == 0, "a signal was routed more than once"
-    assert dc09_twice == 0, "a DC-09 frame was stored more than once"
-    assert {code for status, code in refused if status is not None} <= {"STORE-1"}
+    counted.assert_nothing_lost()

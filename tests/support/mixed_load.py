@@ -1,0 +1,86 @@
+"""The counts of a mixed load against what the database holds, for the fault tests and the soak:
+HTTP senders (:class:`~tests.support.cluster_node.Senders`), DC-09 panels
+(:class:`~tests.support.dc09_panel.Load`) and a receiver link (a
+:class:`~tests.support.receiver_sim.ReceiverSim`): per interface, what was acknowledged, what of
+it is missing, what was stored or routed twice; said and checked in one place."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from tests.support import dc09_panel
+from tests.support import receiver_station as station
+from tests.support.cluster_node import Database, Senders, routed_twice, stored_keys
+from tests.support.receiver_sim import ReceiverSim
+
+
+class Direct(Database, Protocol):
+    """A database the nodes reach by the multi-host URL, with the URL of its primary itself."""
+
+    def direct(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class MixedTally:
+    http: Sequence[Senders]
+    panels: dc09_panel.Load
+    sim: ReceiverSim
+    twice: int  # signals routed more than once
+    acknowledged: set[str]
+    missing: set[str]
+    dc09_missing: list[tuple[str, str, str]]
+    dc09_twice: int
+    receiver_missing: list[tuple[str, str]]
+    receiver_twice: int
+    refused: Counter[tuple[int | None, str]]
+
+    def summary(self, senders: str = "", panels: str = "") -> str:
+        """Three lines, one an interface (``senders`` and ``panels`` said of their load)."""
+        http, sim = self.http, self.sim
+        return (
+            f"  HTTP{senders}: acknowledged {len(self.acknowledged)} "
+            f"({', '.join(str(len(s.acknowledged)) for s in http)} by node), missing "
+            f"{len(self.missing)}, routed twice {self.twice}; answers not 200: "
+            f"{dict(self.refused)}\n"
+            f"  DC-09{panels}: acknowledged {len(self.panels.acked)} ({self.panels.sends} "
+            f"frames sent, resends included), missing {len(self.dc09_missing)}, stored twice "
+            f"{self.dc09_twice}\n"
+            f"  receiver link (MLR2, stop-and-wait): acknowledged {len(sim.acked())}, missing "
+            f"{len(self.receiver_missing)}, stored twice {self.receiver_twice}, NAKs "
+            f"{sum(d.naks for d in sim.events())}, connections {sim.connections}"
+        )
+
+    def assert_nothing_lost(self) -> None:
+        """Nothing acknowledged missing, nothing routed or stored twice, every answer not 200
+        a ``STORE-1`` (or no answer at all: a connection a kill closed)."""
+        assert not self.missing, f"acknowledged but not stored: {sorted(self.missing)[:10]}"
+        assert not self.dc09_missing, f"DC-09 ACKed, not stored: {sorted(self.dc09_missing)[:10]}"
+        assert not self.receiver_missing, (
+            f"receiver ACKed, not stored: {self.receiver_missing[:10]}"
+        )
+        assert self.twice == 0, "a signal was routed more than once"
+        assert self.dc09_twice == 0, "a DC-09 frame was stored more than once"
+        assert {code for status, code in self.refused if status is not None} <= {"STORE-1"}
+
+
+def tally_mixed(
+    db: Direct, data_dir: Path, http: Sequence[Senders], panels: dc09_panel.Load, sim: ReceiverSim
+) -> MixedTally:
+    """The counts once the load has stopped (every stored signal routed first: waited for)."""
+    twice = routed_twice(db)
+    acknowledged = set().union(*(s.acknowledged for s in http))
+    frames = dc09_panel.stored(data_dir, url=db.direct())
+    received = station.history(data_dir, url=db.direct())
+    refused = Counter(
+        (status, code) for s in http for _, status, code in s.answers if status != 200
+    )
+    return MixedTally(
+        http, panels, sim, twice, acknowledged, acknowledged - stored_keys(db),
+        panels.missing(frames), sum(1 for count in frames.values() if count > 1),
+        station.lost(sim, data_dir, url=db.direct()),
+        sum(1 for count in received.values() if count > 1), refused,
+    )  # fmt: skip
