@@ -182,10 +182,7 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        if tasks:
-            _, left = await asyncio.wait(tasks, timeout=STOP_SECONDS)
-            if left:  # a stop never waits without end (the process ends all the same)
-                self.channel.log.warning("deliveries did not stop", extra={"tasks": len(left)})
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.channel.close()
         try:
             await asyncio.wait_for(asyncio.to_thread(self._finish), STOP_SECONDS)
@@ -216,9 +213,8 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
             except Exception as exc:
                 self.channel.log.warning("delivery turn failed", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
-            with contextlib.suppress(TimeoutError):  # not wait_for: it may swallow a cancel (3.11)
-                async with asyncio.timeout(self._poll):
-                    await self._wake.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._poll)
             self._wake.clear()
             await asyncio.sleep(max(0.0, started + TURN_SECONDS - loop.time()))
 
