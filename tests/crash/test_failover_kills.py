@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from alarmhub.core import events
-from tests.support import dc09_panel, pg_cluster
+from tests.support import pg_cluster
 from tests.support import receiver_station as station
 from tests.support.cluster_node import (
     Senders,
@@ -35,10 +33,9 @@ from tests.support.cluster_node import (
     tally,
 )
 from tests.support.crashing import kill_node, named
-from tests.support.mixed_load import tally_mixed
+from tests.support.mixed_load import running, tally_mixed
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import cli, free_port, wait_for
-from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 
 pytestmark = pg_cluster.MARKS
 SENDERS = 4
@@ -105,7 +102,6 @@ NODE_SENDERS = 2  # HTTP senders a node, in the test of a whole node
 NODE_BEFORE = 50  # signals acknowledged by each node before the faults
 NODE_AFTER = 50  # ... and by each node after node 1 started again
 PANELS = 2  # DC-09 accounts: one on each node, each turning to the other when its own is down
-RECEIVER_FRAMES = 100_000  # the receiver's queue: more than it can send in the test
 MIXED = {**SETTINGS, "runaway_limit": "1000000"}  # panels send on and on
 
 
@@ -114,71 +110,50 @@ def test_a_whole_node_killed_during_the_failover_loses_nothing_acknowledged(
 ) -> None:
     listen = free_port()
     dc09_ports = [free_port(), free_port()]
-    panels = dc09_panel.Load(tuple(dc09_ports))
-    panel_threads = [
-        threading.Thread(target=panels.run, args=(f"8{i:03d}", i % 2), daemon=True)
-        for i in range(PANELS)
-    ]
-    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
     provisioned = station.listen_link(tmp_path, listen)
     with (
         cluster_nodes(
             cluster, tmp_path, 2, dc09_ports, workers=2, provisioned=provisioned, **MIXED
         ) as (nodes, token),
-        ExitStack() as stack,
+        running(nodes, token, NODE_SENDERS, dc09_ports, PANELS, listen) as (http, panels, sim),
     ):
-        http = [
-            stack.enter_context(Senders(node, token, NODE_SENDERS, prefix=f"node{number}-"))
-            for number, node in enumerate(nodes, 1)
-        ]
-        try:
-            for thread in panel_threads:
-                thread.start()
-            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
-            wait_for(
-                lambda: (
-                    all(len(s.acknowledged) >= NODE_BEFORE for s in http)
-                    and len({a for a, _ in panels.acked}) == PANELS
-                    and sim.acked()
-                ),
-                "load under way on every interface and node",
-                90,
-            )
-            faulted_at = time.monotonic()
-            cluster.kill_primary()
-            kill_node(nodes[0])
-            promoted_at = cluster.promote()
-            node2_first = wait_for(
-                lambda: http[1].first_ack_after(promoted_at), "node 2: a 200 again", 60
-            )
-            restarted_at = time.monotonic()
-            nodes[0].start(timeout=120)
-            node1_first = wait_for(
-                lambda: http[0].first_ack_after(restarted_at), "node 1: a 200 again", 60
-            )
-            acked_then = [len(s.acknowledged) for s in http]
-            restarted_perf = time.perf_counter()
-            wait_for(
-                lambda: all(
-                    len(s.acknowledged) >= n + NODE_AFTER
-                    for s, n in zip(http, acked_then, strict=True)
-                ),
-                "both nodes acknowledge on",
-                60,
-            )
-            wait_for(lambda: panels.last_ack > restarted_at, "a DC-09 ACK after the restart", 60)
-            wait_for(
-                lambda: station.last_ack(sim) > restarted_perf,
-                "a receiver ACK after the restart",
-                60,
-                every=0.5,
-            )
-        finally:
-            stack.close()  # the HTTP senders stopped
-            panels.stop.set()
-            for thread in panel_threads:
-                thread.join(timeout=30)
-            sim.stop()
+        wait_for(
+            lambda: (
+                all(len(s.acknowledged) >= NODE_BEFORE for s in http)
+                and len({a for a, _ in panels.acked}) == PANELS
+                and sim.acked()
+            ),
+            "load under way on every interface and node",
+            90,
+        )
+        faulted_at = time.monotonic()
+        cluster.kill_primary()
+        kill_node(nodes[0])
+        promoted_at = cluster.promote()
+        node2_first = wait_for(
+            lambda: http[1].first_ack_after(promoted_at), "node 2: a 200 again", 60
+        )
+        restarted_at = time.monotonic()
+        nodes[0].start(timeout=120)
+        node1_first = wait_for(
+            lambda: http[0].first_ack_after(restarted_at), "node 1: a 200 again", 60
+        )
+        acked_then = [len(s.acknowledged) for s in http]
+        restarted_perf = time.perf_counter()
+        wait_for(
+            lambda: all(
+                len(s.acknowledged) >= n + NODE_AFTER for s, n in zip(http, acked_then, strict=True)
+            ),
+            "both nodes acknowledge on",
+            60,
+        )
+        wait_for(lambda: panels.last_ack > restarted_at, "a DC-09 ACK after the restart", 60)
+        wait_for(
+            lambda: station.last_ack(sim) > restarted_perf,
+            "a receiver ACK after the restart",
+            60,
+            every=0.5,
+        )
     counted = tally_mixed(cluster, tmp_path, http, panels, sim)
     print(
         f"\nthe primary and the whole of node 1 killed, two nodes: fault to promotion "

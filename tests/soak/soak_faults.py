@@ -27,25 +27,22 @@ import os
 import random
 import re
 import signal
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.support import dc09_panel, pg_cluster
+from tests.support import pg_cluster
 from tests.support import receiver_station as station
-from tests.support.cluster_node import Senders, cluster_nodes
+from tests.support.cluster_node import cluster_nodes
 from tests.support.crashing import kill_node, named
-from tests.support.mixed_load import tally_mixed
+from tests.support.mixed_load import running, tally_mixed
 from tests.support.pg_cluster import DATABASE, PgCluster
 from tests.support.processes import Server, free_port, wait_for
-from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.skipif(pg_cluster.binaries() is None, reason="no PostgreSQL binaries")
@@ -54,7 +51,6 @@ FAULT_SECONDS = float(os.environ.get("ALARMHUB_SOAK_FAULT_SECONDS", "60"))
 NODES = 2
 SENDERS = 2  # HTTP senders a node
 PANELS = 4  # DC-09 accounts, alternately on each node
-RECEIVER_FRAMES = 100_000  # the receiver's queue: event numbers its frames can spell
 STANDBY_DOWN_SECONDS = 5.0
 KINDS = "cut,standby,ah-writer,ah-worker,node"
 FAULTS = os.environ.get("ALARMHUB_SOAK_FAULTS", KINDS).split(",")
@@ -146,70 +142,51 @@ def test_soak(behind: Behind, tmp_path: Path) -> None:
     listen = free_port()
     dc09_ports = [free_port() for _ in range(NODES)]
 
-    panels = dc09_panel.Load(tuple(dc09_ports))
-    accounts = [f"8{i:03d}" for i in range(PANELS)]
-    panel_threads = [
-        threading.Thread(target=panels.run, args=(a, i % NODES), daemon=True)
-        for i, a in enumerate(accounts)
-    ]
-    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
     receiver_link = station.listen_link(tmp_path, listen)
-    with cluster_nodes(
-        behind, tmp_path, NODES, dc09_ports, workers=2, provisioned=receiver_link, **SETTINGS
-    ) as (nodes, token):
-        stack = ExitStack()
-        http = [
-            stack.enter_context(Senders(node, token, SENDERS, prefix=f"node{number}-"))
-            for number, node in enumerate(nodes, 1)
-        ]
+    with (
+        cluster_nodes(
+            behind, tmp_path, NODES, dc09_ports, workers=2, provisioned=receiver_link, **SETTINGS
+        ) as (nodes, token),
+        running(nodes, token, SENDERS, dc09_ports, PANELS, listen) as (http, panels, sim),
+    ):
+        wait_for(
+            lambda: all(s.acknowledged for s in http) and panels.acked and sim.acked(),
+            "load under way on every interface",
+            60,
+        )
+        start = memory(nodes)
+        began = time.monotonic()
+        while (left := SECONDS - (time.monotonic() - began)) > 0:
+            time.sleep(min(FAULT_SECONDS, left))
+            if time.monotonic() - began >= SECONDS:
+                break
+            kind = random.choice(FAULTS)
+            at = time.monotonic() - began
+            log.append((at, kind, fault(behind, nodes, kind)))
+            made[kind] += 1
+        # the last fault over, every interface acknowledging again before the end is measured
+        settled_at, settled_perf = time.monotonic(), time.perf_counter()
         try:
-            for thread in panel_threads:
-                thread.start()
-            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
-            wait_for(
-                lambda: all(s.acknowledged for s in http) and panels.acked and sim.acked(),
-                "load under way on every interface",
-                60,
-            )
-            start = memory(nodes)
-            began = time.monotonic()
-            while (left := SECONDS - (time.monotonic() - began)) > 0:
-                time.sleep(min(FAULT_SECONDS, left))
-                if time.monotonic() - began >= SECONDS:
-                    break
-                kind = random.choice(FAULTS)
-                at = time.monotonic() - began
-                log.append((at, kind, fault(behind, nodes, kind)))
-                made[kind] += 1
-            # the last fault over, every interface acknowledging again before the end is measured
-            settled_at, settled_perf = time.monotonic(), time.perf_counter()
-            try:
-                for number, senders in enumerate(http, 1):
-                    wait_for(
-                        lambda s=senders: s.first_ack_after(settled_at), f"node{number}: a 200", 60
-                    )
-                wait_for(lambda: panels.last_ack > settled_at, "a DC-09 ACK at the end", 60)
+            for number, senders in enumerate(http, 1):
                 wait_for(
-                    lambda: station.last_ack(sim) > settled_perf,
-                    "a receiver ACK at the end",
-                    60,
-                    every=0.5,
+                    lambda s=senders: s.first_ack_after(settled_at), f"node{number}: a 200", 60
                 )
-            except AssertionError:
-                print(f"\nfaults (seconds from the start, kind, hit): {log}")
-                for number, senders in enumerate(http, 1):
-                    last = [(round(t - began, 2), s, c) for t, s, c in senders.answers[-20:]]
-                    print(f"node{number}'s last 20 answers (seconds, status, code): {last}")
-                print(f"the primary's sessions: {sessions(behind)}")
-                raise
-            end = memory(nodes)
-            elapsed = time.monotonic() - began
-        finally:
-            stack.close()  # the HTTP senders stopped
-            panels.stop.set()
-            for thread in panel_threads:
-                thread.join(timeout=30)
-            sim.stop()
+            wait_for(lambda: panels.last_ack > settled_at, "a DC-09 ACK at the end", 60)
+            wait_for(
+                lambda: station.last_ack(sim) > settled_perf,
+                "a receiver ACK at the end",
+                60,
+                every=0.5,
+            )
+        except AssertionError:
+            print(f"\nfaults (seconds from the start, kind, hit): {log}")
+            for number, senders in enumerate(http, 1):
+                last = [(round(t - began, 2), s, c) for t, s, c in senders.answers[-20:]]
+                print(f"node{number}'s last 20 answers (seconds, status, code): {last}")
+            print(f"the primary's sessions: {sessions(behind)}")
+            raise
+        end = memory(nodes)
+        elapsed = time.monotonic() - began
     counted = tally_mixed(behind, tmp_path, http, panels, sim)
     print(
         f"\nsoak {elapsed:.0f} s, {NODES} nodes, a fault every {FAULT_SECONDS:.0f} s: "

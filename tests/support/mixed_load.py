@@ -6,8 +6,10 @@ it is missing, what was stored or routed twice; said and checked in one place.""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,7 +17,12 @@ from typing import Protocol
 from tests.support import dc09_panel
 from tests.support import receiver_station as station
 from tests.support.cluster_node import Database, Senders, routed_twice, stored_keys
-from tests.support.receiver_sim import ReceiverSim
+from tests.support.processes import Server
+from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
+
+RECEIVER_FRAMES = (
+    100_000  # the receiver's queue: more than it sends in a run; numbers its frames spell
+)
 
 
 class Direct(Database, Protocol):
@@ -84,3 +91,36 @@ def tally_mixed(
         station.lost(sim, data_dir, url=db.direct()),
         sum(1 for count in received.values() if count > 1), refused,
     )  # fmt: skip
+
+
+@contextmanager
+def running(
+    nodes: Sequence[Server], token: str, senders: int, dc09_ports: Sequence[int], panels: int,
+    listen: int,
+) -> Iterator[tuple[list[Senders], dc09_panel.Load, ReceiverSim]]:  # fmt: skip
+    """The mixed load on ``nodes`` until the block ends: ``senders`` HTTP senders a node,
+    ``panels`` DC-09 panels (accounts 8000.., alternately on each node's port of ``dc09_ports``,
+    each turning to another when its own cannot be reached) and a simulated Sur-Gard MLR2 on the
+    ``--listen`` receiver link at port ``listen``; the senders, the panels and the receiver."""
+    load = dc09_panel.Load(tuple(dc09_ports))
+    threads = [
+        threading.Thread(target=load.run, args=(f"8{i:03d}", i % len(nodes)), daemon=True)
+        for i in range(panels)
+    ]
+    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
+    with ExitStack() as stack:
+        http = [
+            stack.enter_context(Senders(node, token, senders, prefix=f"node{number}-"))
+            for number, node in enumerate(nodes, 1)
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
+            yield http, load, sim
+        finally:
+            stack.close()  # the HTTP senders stopped
+            load.stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+            sim.stop()
