@@ -13,10 +13,11 @@ machine could read them), starts it again if it dies, and stops it by closing it
 process then records what ended, frees its claims and exits. A node killed outright closes that
 end too: the process still records what ended and frees its claims, so that another node sends
 its lanes at once (below the node's priority on a saturated machine, that may take it a few
-seconds more). SIGINT and SIGTERM are left to the node. The node names the claims (leases) the
-process takes on a shared database, so that once the process has ended without freeing them
-(killed alone, say) the node frees them: its restart, or another node, sends those deliveries
-at once rather than when the leases run out.
+seconds more), and exits by itself after ``END_SECONDS`` if it has not ended by then. SIGINT
+and SIGTERM are left to the node. The node names the claims (leases) the process takes on a
+shared database, so that once the process has ended without freeing them (killed alone, say)
+the node frees them: its restart, or another node, sends those deliveries at once rather than
+when the leases run out.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,12 @@ from alarmhub.store.engine import open_engine, read_in_thread, write_transaction
 
 log = logging.getLogger("alarmhub.delivery")
 START_SECONDS = 30.0
+END_SECONDS = STOP_SECONDS + 5
+"""How long the process may take to end once its channel to the node has closed: the node kills
+it after that (a clean stop), and it exits by itself after that when the node is dead (killed
+outright: nobody is left to kill it), whatever it was waiting for (a worker's stop, a thread
+in a statement to a server that no longer answers). What it had not freed or recorded, the
+node or another node frees (its claims) and sends again (at least once)."""
 RESTART_SECONDS = 1.0
 WATCH_SECONDS = 1.0
 NICENESS = 5
@@ -170,7 +178,7 @@ class DeliveryProcess:
         if process is None:
             return
         try:
-            await asyncio.wait_for(asyncio.to_thread(process.wait), STOP_SECONDS + 5)
+            await asyncio.wait_for(asyncio.to_thread(process.wait), END_SECONDS)
         except TimeoutError:
             process.kill()
             await asyncio.to_thread(process.wait)
@@ -233,8 +241,21 @@ async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     except OSError:
         pass
     finally:
+        _exit_when_overdue(END_SECONDS)
         await asyncio.gather(*(worker.stop() for worker in running))
         engine.dispose()
+
+
+def _exit_when_overdue(seconds: float) -> None:
+    """End this process ``seconds`` from now if it has not ended by then (``END_SECONDS``)."""
+
+    def overdue() -> None:
+        log.error("delivery process end overdue; exiting", extra={"seconds": seconds})
+        os._exit(1)
+
+    timer = threading.Timer(seconds, overdue)
+    timer.daemon = True
+    timer.start()
 
 
 def _configuration(sock: socket.socket) -> dict[str, Any] | None:
