@@ -3,7 +3,8 @@ SIGKILLed under load, then, before the standby is promoted (``tests.support.pg_c
 nodes on the multi-host URL, two workers each), either a node's writer, one of its workers or
 its delivery process (``ah-writer``, ``ah-worker``, ``ah-delivery`` in ``/proc/PID/comm``), or
 the whole of one of two nodes under mixed load (HTTP senders and DC-09 panels on both, a
-Sur-Gard receiver link), that node started again after the promotion.
+Sur-Gard receiver link), that node started again after the promotion, or the one of two nodes
+that holds a ``--connect`` receiver link (the other takes the link over).
 
 Shown: every signal answered 200, every DC-09 and receiver frame ACKed, is in the promoted
 server, none is routed twice, every answer not 200 is ``503 STORE-1`` (or a connection a killed
@@ -33,9 +34,10 @@ from tests.support.cluster_node import (
     tally,
 )
 from tests.support.crashing import kill_node, named
-from tests.support.mixed_load import running, tally_mixed
+from tests.support.mixed_load import RECEIVER_FRAMES, running, tally_mixed
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import cli, free_port, wait_for
+from tests.support.receiver_sim import ReceiverSim, Settings, TcpServer
 
 pytestmark = pg_cluster.MARKS
 SENDERS = 4
@@ -163,3 +165,59 @@ def test_a_whole_node_killed_during_the_failover_loses_nothing_acknowledged(
         f"\n{counted.summary(f' ({NODE_SENDERS} senders a node)', f' ({PANELS} panels)')}"
     )
     counted.assert_nothing_lost()
+
+
+LINK_BEFORE = 150  # frames ACKed over the connect link before the faults
+LINK_AFTER = 150  # ... and by the other node after the promotion
+
+
+def test_a_connect_links_holder_killed_during_the_failover_moves_the_link(
+    cluster: PgCluster, tmp_path: Path
+) -> None:
+    """A ``--connect`` receiver link (a Sur-Gard MLR2 that listens, alarmhub connects) held by
+    one of two nodes: the primary and that node killed, the standby promoted; the other node
+    takes the link over (its lease, written on the old primary and replicated, runs out) and
+    every frame ACKed before, during and after is in the promoted server."""
+    receiver = TcpServer()
+
+    def provisioned(env: dict[str, str]) -> None:
+        station.provision(tmp_path, env)
+        station.add_link(tmp_path, "mlr2", "--connect", f"127.0.0.1:{receiver.port}", env=env)
+
+    sim = ReceiverSim(receiver, Settings(link_test_every=0))
+    try:
+        with cluster_nodes(cluster, tmp_path, 2, provisioned=provisioned, **MIXED) as (nodes, _):
+            sim.start().send(station.event(n) for n in range(RECEIVER_FRAMES))
+            wait_for(lambda: len(sim.acked()) >= LINK_BEFORE, "ACKs before the faults", 90)
+            held = wait_for(lambda: station.holder(nodes, receiver.port), "the link's holder")
+            faulted_at = time.monotonic()
+            cluster.kill_primary()
+            kill_node(held)
+            promoted_at = cluster.promote()
+            promoted_perf = time.perf_counter()
+            at_promotion = len(sim.acked())
+            survivor = wait_for(
+                lambda: station.holder(nodes, receiver.port), "the other node connects", 60
+            )
+            assert survivor is not held
+            wait_for(
+                lambda: len(sim.acked()) >= at_promotion + LINK_AFTER,
+                "ACKs from the other node",
+                60,
+            )
+            first = min(d.acked_at for d in sim.events() if (d.acked_at or 0) > promoted_perf)
+            sim.stop()
+    finally:
+        sim.stop()
+        receiver.shut()
+    lost = station.lost(sim, tmp_path, url=cluster.direct())
+    stored = station.history(tmp_path, url=cluster.direct())
+    twice = sum(1 for count in stored.values() if count > 1)
+    print(
+        f"\nthe primary and the connect link's holder killed, two nodes: fault to promotion "
+        f"{promoted_at - faulted_at:.2f} s; promotion to the other node's first ACK "
+        f"{first - promoted_perf:.2f} s; receiver link (MLR2, --connect): acknowledged "
+        f"{len(sim.acked())}, missing {len(lost)}, stored twice {twice}, NAKs "
+        f"{sum(d.naks for d in sim.events())}, connections {receiver.accepted}"
+    )
+    assert not lost, f"receiver ACKed, not stored: {lost[:10]}"
