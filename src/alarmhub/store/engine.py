@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import URL, Engine, make_url
@@ -154,6 +155,15 @@ async def read_in_thread(engine: Engine, work: Callable[[Connection], T]) -> T:
             return work(conn)
 
     return await asyncio.to_thread(run)
+
+
+def dialect_insert(conn: Connection) -> Callable[[Any], Any]:
+    """The ``insert`` of ``conn``'s dialect (SQLite's or PostgreSQL's), whose statements take
+    ``ON CONFLICT``; the dialect's module imported at the first call (a command on SQLite never
+    loads PostgreSQL's: about 50 ms of its start)."""
+    module = importlib.import_module(f"sqlalchemy.dialects.{conn.dialect.name}")
+    insert: Callable[[Any], Any] = module.insert
+    return insert
 
 
 def write_transaction(engine: Engine) -> AbstractContextManager[Connection]:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
@@ -29,7 +28,7 @@ from alarmhub.store.alarm_response import (
     ZONE,
     chunks,
 )
-from alarmhub.store.engine import write_transaction
+from alarmhub.store.engine import dialect_insert, write_transaction
 from alarmhub.store.operators import HASHER
 from alarmhub.store.provisioning import bump_revision
 
@@ -52,8 +51,7 @@ def upsert(
     the new row but the keys)."""
     if not rows:
         return
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table)
+    statement = dialect_insert(conn)(table)
     if changes is None:
         changed = {c: statement.excluded[c] for c in rows[0] if c not in keys}
     else:

@@ -18,14 +18,13 @@ from functools import partial
 
 from cryptography.fernet import Fernet
 from sqlalchemy import Connection, bindparam, delete, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import units
 from alarmhub.store import provisioning
 from alarmhub.store import schema as s
+from alarmhub.store.engine import dialect_insert
 from alarmhub.store.following import FollowsProvisioning
 from alarmhub.store.provisioning import ApiUser
 from alarmhub.store.writer import SignalWriter
@@ -61,12 +60,11 @@ def claim_nonces(conn: Connection, claims: Sequence[tuple[str, str, int]]) -> li
         latest.setdefault(key, at_us)
     if not latest:
         return first
-    insert_ = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     rows = [
         {"username": username, "nonce": nonce, "created_us": at_us}
         for (username, nonce), at_us in sorted(latest.items())
     ]
-    stmt = insert_(s.nonce).values(rows)
+    stmt = dialect_insert(conn)(s.nonce).values(rows)
     upsert = stmt.on_conflict_do_update(
         index_elements=[n.username, n.nonce],
         set_={"created_us": stmt.excluded.created_us},
