@@ -79,7 +79,8 @@ faults: $(VENV)/.installed-test
 
 # the soak: two nodes on a primary and a synchronous standby under mixed load (HTTP, DC-09
 # panels, a Sur-Gard receiver link) for DURATION seconds, a random fault every FAULT_SECONDS
-# (connections cut, the standby stopped, a node's writer or a worker killed, a whole node killed
+# (connections cut, the standby stopped, the primary killed and its standby promoted (the old
+# primary then made a standby again), a node's writer or a worker killed, a whole node killed
 # and started again); acknowledged and missing per interface, and each process's memory at the
 # start and the end. Not part of `make test` (tests/soak/soak_faults.py)
 DURATION ?= 1800

@@ -91,3 +91,42 @@ def test_the_primary_lost_under_load_loses_nothing_acknowledged(
     assert {code for status, code in refused if status is not None} <= {"STORE-1"}
 
     assert routed_twice(cluster) == 0, "a signal was routed more than once"
+
+
+FAILOVERS = 3
+
+
+def test_the_primary_lost_again_and_again_loses_nothing_acknowledged(
+    cluster: PgCluster, tmp_path: Path
+) -> None:
+    """The primary SIGKILLed and its standby promoted, the old primary made the new one's
+    synchronous standby again (``PgCluster.rejoin``, Patroni's reinit), FAILOVERS times under
+    load: the node follows the primary from one port of its URL to the other and back, acks
+    again after each promotion, and every signal answered 200 is in the last primary."""
+    with (
+        cluster_node(cluster, tmp_path, store_commit_timeout="2") as (node, token),
+        Senders(node, token, SENDERS) as senders,
+    ):
+        wait_for(lambda: len(senders.acknowledged) >= BEFORE, "load under way", 60)
+        again: list[float] = []
+        for _ in range(FAILOVERS):
+            cluster.kill_primary()
+            promoted_at = cluster.promote()
+            first = wait_for(lambda at=promoted_at: senders.first_ack_after(at), "a 200 again", 60)
+            again.append(first - promoted_at)
+            cluster.rejoin()  # commits wait for the standby again
+            acked = len(senders.acknowledged)
+            wait_for(lambda n=acked: len(senders.acknowledged) >= n + AFTER, "load goes on", 60)
+        senders.stop.set()
+        wait_for(lambda: leads(node), "the node leads supervision on the last primary", 30)
+    missing = senders.acknowledged - stored_keys(cluster)
+    refused = [(status, code) for _, status, code in senders.answers if status != 200]
+    print(
+        f"\n{FAILOVERS} failovers, the old primary rejoining as the standby after each: "
+        f"acknowledged {len(senders.acknowledged)}, missing {len(missing)}, promotion to the "
+        f"first 200 {', '.join(f'{s:.2f}' for s in again)} s, answers not 200: {len(refused)} "
+        f"({sorted(set(refused), key=str)})"
+    )
+    assert not missing, f"acknowledged but not stored: {sorted(missing)[:10]}"
+    assert {code for status, code in refused if status is not None} <= {"STORE-1"}
+    assert routed_twice(cluster) == 0, "a signal was routed more than once"

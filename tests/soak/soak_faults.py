@@ -8,9 +8,12 @@ its own cannot be reached) and a simulated Sur-Gard MLR2 sending Contact ID fram
 over a ``--listen`` receiver link (the node that holds the port takes it; the other takes it when
 that one dies). A fault chosen at random every ``ALARMHUB_SOAK_FAULT_SECONDS`` (default 60):
 every database connection cut, the standby stopped for a few seconds (commits wait:
-``503 STORE-1``, DC-09 and receiver frames unanswered or NAKed), a node's writer or one of its
-workers SIGKILLed, or a whole node SIGKILLed and started again (``ALARMHUB_SOAK_FAULTS``: the
-kinds to choose from, comma-separated, all by default: ``cut``, ``standby``, ``ah-writer``,
+``503 STORE-1``, DC-09 and receiver frames unanswered or NAKed), the primary SIGKILLed and its
+standby promoted, the old primary then made the new one's standby again (``PgCluster.rejoin``:
+the primary moves between the URL's two entries, so connections are cut through the proxy only
+while the primary is the proxied one), a node's writer or one of its workers SIGKILLed, or a
+whole node SIGKILLed and started again (``ALARMHUB_SOAK_FAULTS``: the kinds to choose from,
+comma-separated, all by default: ``cut``, ``standby``, ``failover``, ``ah-writer``,
 ``ah-worker``, ``node``).
 
 Afterwards, per interface: acknowledged and acknowledged but missing (must be 0); routed twice
@@ -52,7 +55,7 @@ NODES = 2
 SENDERS = 2  # HTTP senders a node
 PANELS = 4  # DC-09 accounts, alternately on each node
 STANDBY_DOWN_SECONDS = 5.0
-KINDS = "cut,standby,ah-writer,ah-worker,node"
+KINDS = "cut,standby,failover,ah-writer,ah-worker,node"
 FAULTS = os.environ.get("ALARMHUB_SOAK_FAULTS", KINDS).split(",")
 SETTINGS = {"store_commit_timeout": "2", "runaway_limit": "1000000"}  # panels send on and on
 
@@ -114,6 +117,11 @@ def fault(behind: Behind, nodes: list[Server], kind: str) -> str:
         time.sleep(STANDBY_DOWN_SECONDS)
         behind.cluster.start_standby()
         return "the standby"
+    if kind == "failover":
+        behind.cluster.kill_primary()
+        behind.cluster.promote()
+        behind.cluster.rejoin()
+        return f"the primary, now on port {behind.cluster.primary.port}"
     number = random.randrange(len(nodes))
     node = nodes[number]
     if kind == "node":

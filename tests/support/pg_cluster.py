@@ -15,7 +15,8 @@ The faults: :meth:`PgCluster.stop_standby` / :meth:`PgCluster.start_standby` (co
 then go on), :meth:`PgCluster.kill_primary` (SIGKILL of the postmaster and its backends),
 :meth:`PgCluster.promote` (``pg_ctl promote``, what Patroni does) and
 :meth:`PgCluster.switchover` (the primary stopped cleanly, the standby promoted). After a
-promotion the cluster is one server (the old primary is not made a standby again).
+promotion the cluster is one server until :meth:`PgCluster.rejoin` makes the old primary the
+new one's synchronous standby again (a new copy), after which the primary can fail again.
 
 The machine may run the tests as root: ``initdb`` refuses to, so the binaries then run as the
 ``postgres`` user (``runuser -u postgres --``) on directories it owns. :meth:`PgCluster.cleanup`
@@ -151,6 +152,12 @@ class PgCluster:
             hba.write("host replication postgres 127.0.0.1/32 trust\n")
         self._pg_ctl(primary, "start")
         self._execute(primary, f'CREATE DATABASE "{DATABASE}"')
+        self._follow(standby)
+
+    def _follow(self, standby: Server) -> None:
+        """Make ``standby`` a copy of the primary (``pg_basebackup``), start it streaming, make
+        it the primary's synchronous standby and wait until it is."""
+        primary = self.primary
         self._run(
             "pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
             "-D", str(standby.data), "-X", "stream", "-R", "--no-sync", "-c", "fast",
@@ -162,6 +169,7 @@ class PgCluster:
                 f"application_name={STANDBY_NAME}'\n"
             )
         self._pg_ctl(standby, "start")
+        self.standby = standby
         # only now: the commits before (CREATE DATABASE) would have waited for a standby
         self._execute(primary, f"ALTER SYSTEM SET synchronous_standby_names = '{STANDBY_NAME}'")
         self._execute(primary, "SELECT pg_reload_conf()")
@@ -222,6 +230,17 @@ class PgCluster:
         self._execute(self.primary, "ALTER SYSTEM SET synchronous_standby_names = ''")
         self._execute(self.primary, "SELECT pg_reload_conf()")
         return done
+
+    def rejoin(self) -> None:
+        """After a promotion: the old primary (killed or stopped) made the new primary's
+        synchronous standby again, on its port, from a new copy (Patroni's reinit of a member
+        that cannot follow), so that the primary can fail again."""
+        assert self.standby is None, "no promotion since the last standby was made"
+        old = next(server for server in self._servers if server is not self.primary)
+        if old.pid() is not None:
+            self._run("pg_ctl", "-D", str(old.data), "-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(old.data)
+        self._follow(old)
 
     def switchover(self) -> float:
         """Stop the primary cleanly (fast shutdown: its WAL reaches the standby first), then
