@@ -1,12 +1,13 @@
 """The PostgreSQL primary lost under load, its synchronous standby promoted (``pg_ctl promote``,
 what Patroni does), a node on the multi-host URL (``tests.support.pg_cluster``).
 
-Two faults: the primary SIGKILLed (the node on the URL's query form), and a switchover (the
-primary stopped cleanly; the node on libpq's comma form). Shown: every
+Three faults: the primary SIGKILLed (the node on the URL's query form), a switchover (the
+primary stopped cleanly; the node on libpq's comma form), and the primary SIGKILLed three times
+in a row, the old primary made the standby again after each promotion. Shown: every
 signal answered 200 is in the promoted server, none is routed twice, and the node acknowledges
 again after the promotion by itself. The seconds from the promotion to the first 200 are
 printed (docs/reliability.md). Selected with ``-m faults``; needs the PostgreSQL server
-binaries. Each test has a cluster of its own: a promotion leaves one server.
+binaries. Each test has a cluster of its own.
 """
 
 from __future__ import annotations
