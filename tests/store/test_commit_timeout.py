@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
@@ -42,11 +43,19 @@ class LockHolder:
 
     def _run(self) -> None:
         engine = open_engine(self._url)
+        deadline = time.monotonic() + 30
         try:
-            with write_transaction(engine) as conn:
-                lock_incidents(conn)
-                self._holding.set()
-                self._released.wait(60)
+            while True:  # taken once the writer's transaction of the moment has ended
+                try:
+                    with write_transaction(engine) as conn:
+                        lock_incidents(conn)
+                        self._holding.set()
+                        self._released.wait(60)
+                    return
+                except OperationalError:
+                    if self._holding.is_set() or time.monotonic() > deadline:
+                        raise
+                time.sleep(0.01)
         finally:
             engine.dispose()
 
