@@ -30,8 +30,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
+# (--no-compile: the modules a run imports are compiled at their first import, and kept; pip
+# would compile every module of every package first, 25 s of a fresh clone's install, most of
+# them never imported)
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -e '.[test]'
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
