@@ -38,7 +38,7 @@ from tests.support.cluster_node import (
 )
 from tests.support.crashing import kill_node, named
 from tests.support.database import db_rows
-from tests.support.mixed_load import RECEIVER_FRAMES, running, tally_mixed
+from tests.support.mixed_load import RECEIVER_FRAMES, acknowledging_again, running, tally_mixed
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import cli, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpServer
@@ -154,13 +154,7 @@ def test_a_whole_node_killed_during_the_failover_loses_nothing_acknowledged(
             "both nodes acknowledge on",
             60,
         )
-        wait_for(lambda: panels.last_ack > restarted_at, "a DC-09 ACK after the restart", 60)
-        wait_for(
-            lambda: station.last_ack(sim) > restarted_perf,
-            "a receiver ACK after the restart",
-            60,
-            every=0.5,
-        )
+        acknowledging_again(panels, sim, restarted_at, restarted_perf, "after the restart")
     counted = tally_mixed(cluster, tmp_path, http, panels, sim)
     print(
         f"\nthe primary and the whole of node 1 killed, two nodes: fault to promotion "

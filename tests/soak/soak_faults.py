@@ -43,7 +43,7 @@ from tests.support import pg_cluster
 from tests.support import receiver_station as station
 from tests.support.cluster_node import cluster_nodes
 from tests.support.crashing import kill_node, named
-from tests.support.mixed_load import running, tally_mixed
+from tests.support.mixed_load import acknowledging_again, running, tally_mixed
 from tests.support.pg_cluster import DATABASE, PgCluster
 from tests.support.processes import Server, free_port, wait_for
 from tests.support.tcp_proxy import TcpProxy
@@ -179,13 +179,7 @@ def test_soak(behind: Behind, tmp_path: Path) -> None:
                 wait_for(
                     lambda s=senders: s.first_ack_after(settled_at), f"node{number}: a 200", 60
                 )
-            wait_for(lambda: panels.last_ack > settled_at, "a DC-09 ACK at the end", 60)
-            wait_for(
-                lambda: station.last_ack(sim) > settled_perf,
-                "a receiver ACK at the end",
-                60,
-                every=0.5,
-            )
+            acknowledging_again(panels, sim, settled_at, settled_perf, "at the end")
         except AssertionError:
             print(f"\nfaults (seconds from the start, kind, hit): {log}")
             for number, senders in enumerate(http, 1):

@@ -17,7 +17,7 @@ from typing import Protocol
 from tests.support import dc09_panel
 from tests.support import receiver_station as station
 from tests.support.cluster_node import Database, Senders, routed_twice, stored_keys
-from tests.support.processes import Server
+from tests.support.processes import Server, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 
 RECEIVER_FRAMES = (
@@ -124,3 +124,13 @@ def running(
             for thread in threads:
                 thread.join(timeout=30)
             sim.stop()
+
+
+def acknowledging_again(
+    panels: dc09_panel.Load, sim: ReceiverSim, since: float, since_perf: float, when: str
+) -> None:
+    """Wait until the DC-09 panels and the receiver link each have an ACK after ``since``
+    (``time.monotonic()``; ``since_perf``: the same moment in ``time.perf_counter()``, the
+    receiver's clock); ``when`` says which moment, in the failure's message."""
+    wait_for(lambda: panels.last_ack > since, f"a DC-09 ACK {when}", 60)
+    wait_for(lambda: station.last_ack(sim) > since_perf, f"a receiver ACK {when}", 60, every=0.5)
