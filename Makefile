@@ -75,7 +75,7 @@ fuzz: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='fuzz_*.py' tests/fuzz
 
 # the database faults, with their figures (docs/reliability.md): a PostgreSQL primary and a
-# synchronous standby of their own (tests/support/pg_cluster.py), about three minutes of one
+# synchronous standby of their own (tests/support/pg_cluster.py), about four minutes of one
 # process; not part of `make test`, which they would take past its twelve minutes
 faults: $(VENV)/.installed-test
 	$(BIN)/pytest -q -s -m faults -p no:cacheprovider tests/e2e tests/crash
