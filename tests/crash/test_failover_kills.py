@@ -38,7 +38,13 @@ from tests.support.cluster_node import (
 )
 from tests.support.crashing import kill_node, named
 from tests.support.database import db_rows
-from tests.support.mixed_load import RECEIVER_FRAMES, acknowledging_again, running, tally_mixed
+from tests.support.mixed_load import (
+    RECEIVER_FRAMES,
+    acknowledging_again,
+    more_than_once,
+    running,
+    tally_mixed,
+)
 from tests.support.pg_cluster import PgCluster
 from tests.support.processes import cli, free_port, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpServer
@@ -210,8 +216,7 @@ def test_a_connect_links_holder_killed_during_the_failover_moves_the_link(
         sim.stop()
         receiver.shut()
     lost = station.lost(sim, tmp_path, url=cluster.direct())
-    stored = station.history(tmp_path, url=cluster.direct())
-    twice = sum(1 for count in stored.values() if count > 1)
+    twice = more_than_once(station.history(tmp_path, url=cluster.direct()))
     print(
         f"\nthe primary and the connect link's holder killed, two nodes: fault to promotion "
         f"{promoted_at - faulted_at:.2f} s; promotion to the other node's first ACK "
@@ -283,7 +288,7 @@ def test_every_event_is_delivered_after_a_delivery_process_killed_during_the_fai
         receiver.stop()
     counts = Counter(receiver.delivered_ids())
     first_after = min(a.at for a in receiver.delivered if a.at > promoted_wall) - promoted_wall
-    twice = sum(1 for count in counts.values() if count > 1)
+    twice = more_than_once(counts)
     acknowledged = set(first.acknowledged) | set(second.acknowledged)
     missing = acknowledged - stored_keys(cluster)
     print(

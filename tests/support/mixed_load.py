@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tests.support import dc09_panel
 from tests.support import receiver_station as station
@@ -74,6 +74,11 @@ class MixedTally:
         assert {code for status, code in self.refused if status is not None} <= {"STORE-1"}
 
 
+def more_than_once(counts: Counter[Any]) -> int:
+    """How many of what ``counts`` counts came more than once (stored, delivered)."""
+    return sum(1 for count in counts.values() if count > 1)
+
+
 def tally_mixed(
     db: Direct, data_dir: Path, http: Sequence[Senders], panels: dc09_panel.Load, sim: ReceiverSim
 ) -> MixedTally:
@@ -87,9 +92,9 @@ def tally_mixed(
     )
     return MixedTally(
         http, panels, sim, twice, acknowledged, acknowledged - stored_keys(db),
-        panels.missing(frames), sum(1 for count in frames.values() if count > 1),
+        panels.missing(frames), more_than_once(frames),
         station.lost(sim, data_dir, url=db.direct()),
-        sum(1 for count in received.values() if count > 1), refused,
+        more_than_once(received), refused,
     )  # fmt: skip
 
 
