@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
+import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from alarmhub.core.errors import StoreUnavailable
 from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.settings import load
-from alarmhub.store import framing, writer_process
+from alarmhub.store import framing
 from alarmhub.store.commit import Stored, to_wire
 from alarmhub.store.engine import open_engine
 from alarmhub.store.writer import SignalWriter, WriterHandle, writer_config
@@ -127,51 +128,47 @@ def test_routing_stops_after_a_slice_when_signals_wait_and_routes_the_rest_after
     assert _routed_up_to(tmp_path) == max(signals)
 
 
-def test_a_lone_signal_is_committed_without_waiting_once_a_wait_brought_nothing(
+def test_what_waits_is_committed_at_once_without_waiting_for_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under load the writer waits a moment for more signals before it commits; when such a
-    wait brought nothing (a lone sender that waits for each answer), a lone signal is
-    committed at once, and the writer waits again once signals come together."""
-    # "under load": a commit ended within GATHER_AFTER_SECONDS; on a loaded machine more than
-    # those few milliseconds may pass between the test's commit and the writer's look
-    monkeypatch.setattr(writer_process, "GATHER_AFTER_SECONDS", 3600.0)
+    """A commit takes the signals that wait and waits for no more: a sender that waits for
+    each answer before it sends again (a receiver link, stop-and-wait) never waits for a batch
+    to fill. Every read of the writer's channels while a signal waits returns at once."""
     ours, theirs, loop = _writer_loop(tmp_path)
-    waits: list[float | None] = []
-    receive = loop._receive
+    reads: list[tuple[float | None, int]] = []  # each read's timeout, and the signals waiting
+    read = loop._channels.read
 
-    def counted(timeout: float | None = None) -> None:
-        waits.append(timeout)
-        receive(timeout)
+    def counted(timeout: float | None) -> Any:
+        reads.append((timeout, sum(map(len, loop._waiting))))
+        return read(timeout)
 
-    def gather_after(frames: int, signals: int = 1) -> int:
-        """How many times the writer waited for more before committing the ``frames`` sent
-        (of ``signals`` each)."""
-        for i in range(frames):
-            theirs.sendall(_frame(f"{i}{j:02}" for j in range(signals)))
-        while len(loop._waiting) < frames:
-            loop._receive(1.0)
-        loop._last_commit = time.monotonic()  # a commit just ended: under load
-        waits.clear()
-        monkeypatch.setattr(loop, "_receive", counted)
-        loop._gather()
-        monkeypatch.setattr(loop, "_receive", receive)
-        waited = len(waits)
-        loop._commit()
-        return waited
+    monkeypatch.setattr(loop._channels, "read", counted)
+    loop.recall()
+    running = threading.Thread(target=loop.run)
+    running.start()
+    buffer = bytearray()
+
+    def answer() -> dict[str, Any]:
+        while True:
+            for message in framing.decode_all(buffer):
+                if isinstance(message, dict) and "stored" in message:
+                    return message
+            chunk = theirs.recv(65536)
+            assert chunk, "the writer ended"
+            buffer.extend(chunk)
 
     try:
-        loop.recall()
-        assert gather_after(1) > 0, "the first time it waits"
-        assert not loop._gathering_pays
-        assert gather_after(1) == 0, "a wait brought nothing: a lone signal goes at once"
-        assert gather_after(1, signals=2) > 0, "signals come together: it waits again"
-        assert gather_after(1) == 0
-        assert gather_after(2) > 0, "frames come together: it waits again"
+        for i in range(20):  # stop-and-wait, one or two signals a frame
+            theirs.sendall(_frame(f"{i:02}{j}" for j in range(1 + i % 2)))
+            assert len(answer()["stored"]) == 1 + i % 2
     finally:
-        ours.close()
         theirs.close()
-    assert len(db_rows(tmp_path, "SELECT incident_number FROM signal")) == 7
+        running.join(30)
+        ours.close()
+    assert not running.is_alive()
+    assert len(db_rows(tmp_path, "SELECT incident_number FROM signal")) == 30
+    waited = [timeout for timeout, waiting in reads if waiting and timeout != 0.0]
+    assert waited == [], "a read waited while signals were waiting to be committed"
 
 
 def _writer_loop(data_dir: Path) -> tuple[socket.socket, socket.socket, WriterLoop]:

@@ -58,9 +58,6 @@ ROUTE_MAX_DELAY = 0.02
 ROUTE_MIN_DELAY = 0.005
 ROUTE_MIN_INTERVAL = 0.005
 ROUTE_SLICE = 32
-GATHER_ROWS = 64
-GATHER_SECONDS = 0.001
-GATHER_AFTER_SECONDS = 0.005
 
 
 def _configuration(sock: socket.socket, buffer: bytearray) -> dict[str, Any] | None:
@@ -127,8 +124,6 @@ class WriterLoop:
         self._unrouted: list[StoredSignal] = []
         self._unrouted_since = 0.0
         self._next_supervision = time.monotonic()
-        self._last_commit = 0.0
-        self._gathering_pays = True  # the last wait for more signals brought some (_gather)
         self._leader = bool(config.get("leader", True))  # the parent says when it changes
         self._checkpoint_due = False  # the node asked for a checkpoint of the SQLite log
         # the parent's channel, and the workers' when the node has several (writer_channels)
@@ -147,9 +142,7 @@ class WriterLoop:
         while self._open or self._waiting:
             self._receive()
             if self._waiting:
-                self._gather()
                 self._commit()
-                self._last_commit = time.monotonic()
             if self._unrouted and self._may_route_committed():
                 self._route_committed()
             if self._route_due and self._may_route():
@@ -165,32 +158,6 @@ class WriterLoop:
             if self._route() < ROUTE_BATCH:
                 break
         self._conn.close()
-
-    def _gather(self) -> None:
-        """Under load (a commit ended less than GATHER_AFTER_SECONDS ago), wait up to
-        GATHER_SECONDS for more signals while fewer than GATHER_ROWS wait: a commit's and a
-        routing's fixed costs (statements, page writes, the fsync) are then shared by more
-        signals. An idle writer commits a lone signal at once.
-
-        So does a writer whose last wait brought nothing, while a lone signal waits: a lone
-        sender that waits for each answer before it sends again (a receiver link,
-        stop-and-wait) would otherwise wait GATHER_SECONDS on every frame for nothing, half of
-        its time between frames. Once signals come together again (more than one waits), it
-        waits again."""
-        now = time.monotonic()
-        if now - self._last_commit >= GATHER_AFTER_SECONDS:
-            return
-        waiting = self._waiting
-        if not self._gathering_pays and len(waiting) == 1 and len(waiting[0]) == 1:
-            return
-        deadline = now + GATHER_SECONDS
-        frames = len(waiting)
-        waited = False
-        while self._open and sum(map(len, waiting)) < GATHER_ROWS and now < deadline:
-            self._receive(deadline - now)
-            now, waited = time.monotonic(), True
-        if waited:
-            self._gathering_pays = len(waiting) > frames
 
     def _may_route_committed(self) -> bool:
         """The signals committed last are routed once they have waited ROUTE_MIN_DELAY and no
