@@ -9,7 +9,11 @@ contacts each subscribe to alarms by e-mail ("storm"), in turns with rounds of 1
 - commit to acceptance, p50/p99, of every event of the storms: from the notification's
   ``queued_us`` (the time of the event the routing transaction committed) to the moment the
   server wrote the message that carried it (the message itself, or the digest);
-- the signal path's request latency (p50/p99) in the storm rounds against the quiet ones.
+- the signal path beside it: a paced stream of PROBE_RATE periodic tests a second from accounts of
+  their own (the station's other panels), from each round's first signal until its last message
+  is accepted (a quiet round: as long as the storm round before it), request latency p50/p99 in
+  the storm rounds against the quiet ones; and the storm's own requests' latency (16 senders, as
+  fast as they go) against the quiet rounds'.
 
     .venv/bin/python bench/notifications.py [--rounds 3] [--alarms 1000] [--accounts 100]
         [--no-gateway]
@@ -20,10 +24,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import itertools
 import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -50,6 +56,8 @@ from tests.support.smtp_server import SmtpServer
 RUNAWAY_OFF = 1_000_000
 CONTACTS = 3  # a subscribed account's
 CONNECTIONS = 16
+PROBE_RATE = 100  # periodic tests a second beside every round
+PROBE_ACCOUNTS = 100
 
 
 def account_of(panel: int) -> str:
@@ -90,6 +98,51 @@ def storm(port: int, token: str, first_panel: int, accounts: int, alarms: int) -
 
     asyncio.run(senders())
     return latencies
+
+
+def probe_body(panel: int) -> bytes:
+    return json.dumps(
+        {"dnis": DNIS, "panel": str(panel), "code": "E602", "area": "00", "zone_or_user": "000"},
+        separators=(",", ":"),
+    ).encode()
+
+
+class Probe:
+    """PROBE_RATE periodic tests a second, paced (each sent at its planned time, or at once
+    after the answer before it when late), from panels first_panel.. in turn, on one
+    connection of a thread of its own; :meth:`take` hands the latencies since the last take."""
+
+    def __init__(self, port: int, token: str, first_panel: int) -> None:
+        self._latencies: list[float] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._send(port, token, first_panel),)
+        )
+
+    async def _send(self, port: int, token: str, first_panel: int) -> None:
+        started = asyncio.get_running_loop().time()
+
+        async def paced(index: int) -> None:
+            await asyncio.sleep(
+                max(0.0, started + index / PROBE_RATE - asyncio.get_running_loop().time())
+            )
+
+        indexes = itertools.takewhile(lambda _: not self._stopping.is_set(), itertools.count())
+        await post_signals(port, token, indexes,
+                           lambda index: probe_body(first_panel + index % PROBE_ACCOUNTS),
+                           self._latencies, paced)  # fmt: skip
+
+    def start(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def take(self) -> list[float]:
+        taken, self._latencies[:] = self._latencies[:], []
+        return taken
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(10)
 
 
 def log(data_dir: Path) -> list[dict[str, object]]:
@@ -153,7 +206,7 @@ def main() -> None:
     groups = 2 * args.rounds
     with tempfile.TemporaryDirectory(prefix="alarmhub-bench-notify-") as tmp:
         data_dir = Path(tmp) / "station"
-        token, _ = provision(data_dir, groups * args.accounts)
+        token, _ = provision(data_dir, groups * args.accounts + PROBE_ACCOUNTS)
         storms = [range(1 + g * args.accounts, 1 + (g + 1) * args.accounts)
                   for g in range(0, groups, 2)]  # fmt: skip
         contacts = Path(tmp) / "contacts.csv"
@@ -178,19 +231,30 @@ def run(
     smtp: SmtpServer,
 ) -> None:  # fmt: skip
     requests: dict[str, list[float]] = {"storm": [], "quiet": []}
+    # the probe's latencies while the round's signals came in, and after them until its window
+    # ended (the storm's messages sent)
+    intake: dict[str, list[float]] = {"storm": [], "quiet": []}
+    after: dict[str, list[float]] = {"storm": [], "quiet": []}
     rates, counts = [], []
     cpu0 = node_cpu_seconds(node_pid)
     parts: dict[str, dict[str, float]] = {"storm": defaultdict(float), "quiet": defaultdict(float)}
+    probe = Probe(port, token, 1 + 2 * args.rounds * args.accounts).start()
+    time.sleep(1.0)  # its first requests (a new connection, the accounts' first signals)
+    window = 0.0  # the last storm round's, from its first signal to its last message accepted
     for group in range(2 * args.rounds):
         state = "quiet" if group % 2 else "storm"
         first_panel = 1 + group * args.accounts
         before = len(list(smtp.directory.glob("*.json")))
         started = time.time()
+        probe.take()
         at_start = process_cpu(node_pid, smtp)
         requests[state] += storm(port, token, first_panel, args.accounts, args.alarms)
+        intake[state] += probe.take()
         for name, seconds in process_cpu(node_pid, smtp).items():
             parts[state][name] += seconds - at_start.get(name, 0.0)
         if state == "quiet" or args.no_gateway:
+            time.sleep(max(0.0, started + window - time.time()))
+            after[state] += probe.take()
             continue
         recipients = args.accounts * CONTACTS
         deadline = time.monotonic() + 300
@@ -200,13 +264,16 @@ def run(
             time.sleep(0.5)
         files = sorted(smtp.directory.glob("*.json"))[before:]
         last = max(f.stat().st_mtime for f in files)
-        rates.append(len(files) / (last - started))
+        window = last - started
+        after[state] += probe.take()
+        rates.append(len(files) / window)
         counts.append((len(files), recipients))
+    probe.stop()
     cpu = node_cpu_seconds(node_pid) - cpu0
     if args.no_gateway:
         queued = sum(1 for n in log(data_dir) if n["state"] == "queued")
         print(f"no gateway: {queued:,} messages queued, none sent")
-        print_latencies(requests)
+        print_latencies(requests, intake, after)
         print_cpu(parts, requests)
         print(f"  node CPU {cpu:.1f} s in all")
         return
@@ -222,7 +289,7 @@ def run(
           f" carried to the server {len(delays):,}")  # fmt: skip
     print(f"  commit to acceptance: p50 {statistics.median(delays):.2f} s,"
           f" p99 {percentile(delays, 0.99):.2f} s, max {delays[-1]:.2f} s")  # fmt: skip
-    print_latencies(requests)
+    print_latencies(requests, intake, after)
     print_cpu(parts, requests)
     print(f"  node CPU {cpu:.1f} s in all")
 
@@ -249,12 +316,23 @@ def print_cpu(parts: dict[str, dict[str, float]], requests: dict[str, list[float
         print(f"  CPU a signal while sending, {state:>5} rounds (µs): {shares}")
 
 
-def print_latencies(requests: dict[str, list[float]]) -> None:
-    for state, values in requests.items():
-        values.sort()
-        print(f"  signal path, {state:>5} rounds: {len(values):,} requests, p50"
-              f" {statistics.median(values) * 1000:.1f} ms, p99"
-              f" {percentile(values, 0.99) * 1000:.1f} ms")  # fmt: skip
+def print_latencies(
+    requests: dict[str, list[float]], intake: dict[str, list[float]], after: dict[str, list[float]]
+) -> None:
+    beside = {state: intake[state] + after[state] for state in intake}
+    for label, measured in (
+        (f"signal path beside it ({PROBE_RATE} periodic tests/s)", beside),
+        ("  of which while the round's signals came in", intake),
+        ("  of which after them (its messages sent)", after),
+        ("the storm's own signals (16 senders)", requests),
+    ):
+        for state, values in measured.items():
+            if not values:
+                continue
+            values.sort()
+            print(f"  {label}, {state:>5} rounds: {len(values):,} requests, p50"
+                  f" {statistics.median(values) * 1000:.1f} ms, p99"
+                  f" {percentile(values, 0.99) * 1000:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
