@@ -7,11 +7,12 @@ Which one is the test's *backend*, chosen per test module by the ``backend`` fix
 (default: the local server). Every new database is copied from a migrated template (SQLite: a
 file copy; PostgreSQL: ``CREATE DATABASE ... TEMPLATE``) instead of being migrated again.
 
-Databases whose tests are done are dropped in the background, a dozen at once, each on a
-connection of its own: a ``DROP DATABASE`` waits for an immediate checkpoint of the whole server
-(among the suite's writes, up to 17 s), drops made together share one, and the next test's
-``CREATE DATABASE`` does not wait for them. (Dropped one at a time, a run asked for about 360
-checkpoints, 116 s of the server's fsyncs, and each worker waited 13-17 s at its end.)
+Databases whose tests are done are dropped in the background, a dozen at a time, three at once
+(each on a connection of its own): a ``DROP DATABASE`` waits for an immediate checkpoint of the
+whole server (among the suite's writes, up to 17 s), drops made together share one, and the next
+test's ``CREATE DATABASE`` does not wait for them. (Dropped one at a time, a run asked for about
+360 checkpoints, 116 s of the server's fsyncs, and each worker waited 13-17 s at its end; twelve
+at once took so many of the server's 100 connections that tests were refused some.)
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ _lock = threading.Lock()
 _admin_lock = threading.Lock()
 _dropping = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drop-database")
 _to_drop: list[str] = []
-DROP_TOGETHER = 12  # databases dropped at once (their checkpoints shared); ~8 MB each meanwhile
+DROP_TOGETHER = 12  # databases dropped in one go (~8 MB each until then) ...
+DROP_AT_ONCE = 3  # ... on this many connections at once, whose checkpoints are shared
 _templates: dict[str, str] = {}
 
 
@@ -98,9 +100,8 @@ def drop_database(url: str) -> None:
 
 
 def _drop_together(urls: list[str]) -> None:
-    """Drop ``urls`` at once, each on a connection of its own, so that their checkpoints are
-    one or two."""
-    with ThreadPoolExecutor(max_workers=len(urls) or 1) as dropping:
+    """Drop ``urls``, DROP_AT_ONCE at a time, so that their checkpoints are shared."""
+    with ThreadPoolExecutor(max_workers=DROP_AT_ONCE) as dropping:
         for done in [dropping.submit(_drop_now, url) for url in urls]:
             done.result()
 
