@@ -7,12 +7,9 @@ Which one is the test's *backend*, chosen per test module by the ``backend`` fix
 (default: the local server). Every new database is copied from a migrated template (SQLite: a
 file copy; PostgreSQL: ``CREATE DATABASE ... TEMPLATE``) instead of being migrated again.
 
-Databases whose tests are done are dropped in the background, a dozen at a time, three at once
-(each on a connection of its own): a ``DROP DATABASE`` waits for an immediate checkpoint of the
-whole server (among the suite's writes, up to 17 s), drops made together share one, and the next
-test's ``CREATE DATABASE`` does not wait for them. (Dropped one at a time, a run asked for about
-360 checkpoints, 116 s of the server's fsyncs, and each worker waited 13-17 s at its end; twelve
-at once took so many of the server's 100 connections that tests were refused some.)
+Databases whose tests are done are dropped in the background, each on a connection of its own:
+a ``DROP DATABASE`` waits for an immediate checkpoint of the whole server (among the suite's
+writes, up to 17 s), and the next test's ``CREATE DATABASE`` does not wait for it.
 """
 
 from __future__ import annotations
@@ -46,9 +43,6 @@ _databases: dict[tuple[Path, str], str] = {}
 _lock = threading.Lock()
 _admin_lock = threading.Lock()
 _dropping = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drop-database")
-_to_drop: list[str] = []
-DROP_TOGETHER = 12  # databases dropped in one go (~8 MB each until then) ...
-DROP_AT_ONCE = 3  # ... on this many connections at once, whose checkpoints are shared
 _templates: dict[str, str] = {}
 
 
@@ -88,22 +82,8 @@ def new_database(migrated: bool = False) -> str:
 
 
 def drop_database(url: str) -> None:
-    """Drop a database once its tests are done, in the background with the next ones
-    (:func:`drop_all` drops the rest and waits)."""
-    with _lock:
-        _to_drop.append(url)
-        if len(_to_drop) < DROP_TOGETHER:
-            return
-        batch = _to_drop[:]
-        _to_drop.clear()
-    _dropping.submit(_drop_together, batch)
-
-
-def _drop_together(urls: list[str]) -> None:
-    """Drop ``urls``, DROP_AT_ONCE at a time, so that their checkpoints are shared."""
-    with ThreadPoolExecutor(max_workers=DROP_AT_ONCE) as dropping:
-        for done in [dropping.submit(_drop_now, url) for url in urls]:
-            done.result()
+    """Drop a database once its tests are done, in the background (:func:`drop_all` waits)."""
+    _dropping.submit(_drop_now, url)
 
 
 def _drop_now(url: str) -> None:
@@ -179,10 +159,6 @@ def release() -> None:
 def drop_all() -> None:
     """Drop every database this process made on the PostgreSQL server, templates last."""
     release()
-    with _lock:
-        batch = _to_drop[:]
-        _to_drop.clear()
-    _dropping.submit(_drop_together, batch)
     _dropping.shutdown(wait=True)
     if POSTGRESQL in _templates:
         _drop_now(_server_url(_templates.pop(POSTGRESQL)))
