@@ -48,14 +48,7 @@ TURN_SECONDS = 0.02
 """Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2
-"""The only node (SQLite): outcomes are recorded this often ..."""
-RECORD_CHUNK = 4
-"""... at most this many outcomes (then lanes settled) a transaction, each transaction run on
-the event loop itself and the next one RECORD_PAUSE_SECONDS later: SQLite has one write lock,
-and a signal's commit waits while this process holds it. Recorded all at once in a thread, a
-storm's outcomes held it for 20-280 ms, as the thread waited for the interpreter lock between
-statements while the loop sent."""
-RECORD_PAUSE_SECONDS = 0.002  # the writer's longest pause between its tries for the lock
+"""The only node (SQLite): outcomes are recorded this often, in one transaction."""
 CONCURRENCY = 64
 """Attempts in flight at most, to every target together ..."""
 PER_TARGET = 32
@@ -279,31 +272,27 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         return chains
 
     async def _record_now_and_then(self) -> None:
-        """The only node: record what ended, then settle the lanes whose chains ended, every
-        RECORD_SECONDS, RECORD_CHUNK a transaction (outcomes first, so that a lane is settled
-        only once its outcomes are recorded)."""
+        """The only node: record what ended and settle the lanes whose chains ended, every
+        RECORD_SECONDS, in one transaction."""
         while True:
             await asyncio.sleep(RECORD_SECONDS)
-            ended = [(i, o) for i, o in self._ended.items() if i not in self._recorded]
-            lanes_ = sorted(self._to_settle - self._settled)
+            ended = {i: o for i, o in self._ended.items() if i not in self._recorded}
+            lanes_ = self._to_settle - self._settled
+            if not ended and not lanes_:
+                continue
             try:
-                for n in range(0, len(ended), RECORD_CHUNK):
-                    part = ended[n : n + RECORD_CHUNK]
-                    self._record([o for _, o in part], ())
-                    self._recorded.update(i for i, _ in part)
-                    await asyncio.sleep(RECORD_PAUSE_SECONDS)
-                for n in range(0, len(lanes_), RECORD_CHUNK):
-                    settled = self._record([], lanes_[n : n + RECORD_CHUNK])
-                    self._settled |= settled
-                    if settled:  # due again: taken at once, not at the next poll
-                        self._wake.set()
-                    await asyncio.sleep(RECORD_PAUSE_SECONDS)
+                settled = await asyncio.to_thread(self._record, list(ended.values()), lanes_)
             except Exception as exc:
                 self.channel.log.warning(
                     "outcomes not recorded; will retry", extra={"error": repr(exc)}
                 )
+                continue
+            self._recorded.update(ended)
+            self._settled |= settled
+            if settled:  # due again: taken at once, not at the next poll
+                self._wake.set()
 
-    def _record(self, outcomes: list[OutcomeT], lane_ids: Collection[int]) -> set[int]:
+    def _record(self, outcomes: list[OutcomeT], lane_ids: set[int]) -> set[int]:
         with write_transaction(self._engine) as conn:
             self.channel.record(conn, outcomes, now_us())
             return self.channel.settle(conn, lane_ids)
