@@ -20,9 +20,10 @@ from tests.support.cluster_node import Database, Senders, routed_twice, stored_k
 from tests.support.processes import Server, wait_for
 from tests.support.receiver_sim import ReceiverSim, Settings, TcpClient
 
-RECEIVER_FRAMES = (
-    100_000  # the receiver's queue: more than it sends in a run; numbers its frames spell
-)
+RECEIVER_FRAMES = 100_000  # the receiver's queue: as many as its frames' numbers can spell
+RECEIVER_GAP_SECONDS = 0.015
+"""The receiver's pause after each ACKed frame: at most about 60 frames a second, so that its
+queue lasts the soak's 30 minutes (sent back to back, one link went 70 frames/s and ran out)."""
 
 
 class Direct(Database, Protocol):
@@ -112,7 +113,10 @@ def running(
         threading.Thread(target=load.run, args=(f"8{i:03d}", i % len(nodes)), daemon=True)
         for i in range(panels)
     ]
-    sim = ReceiverSim(TcpClient("127.0.0.1", listen), Settings(link_test_every=0))
+    sim = ReceiverSim(
+        TcpClient("127.0.0.1", listen),
+        Settings(link_test_every=0, frame_gap=RECEIVER_GAP_SECONDS),
+    )
     with ExitStack() as stack:
         http = [
             stack.enter_context(Senders(node, token, senders, prefix=f"node{number}-"))
@@ -138,4 +142,5 @@ def acknowledging_again(
     (``time.monotonic()``; ``since_perf``: the same moment in ``time.perf_counter()``, the
     receiver's clock); ``when`` says which moment, in the failure's message."""
     wait_for(lambda: panels.last_ack > since, f"a DC-09 ACK {when}", 60)
+    assert sim.queue, "the receiver sent its whole queue: nothing left to be ACKed"
     wait_for(lambda: station.last_ack(sim) > since_perf, f"a receiver ACK {when}", 60, every=0.5)

@@ -156,12 +156,14 @@ class Settings:
     before it flags an automation failure (MLR2: the first and 3 resends), what it does then
     ("flag": System 5's way, only link tests until one is ACKed, then the frame again, so
     nothing is lost; "skip": the D6500's way, the frame is dropped), the link test interval
-    (0: none) and how soon it reconnects."""
+    (0: none), the pause after an ACKed frame (events as they come rather than a backlog) and
+    how soon it reconnects."""
 
     ack_wait: float = 4.0
     tries: int = 4
     after_tries: str = "flag"
     link_test_every: float = 30.0
+    frame_gap: float = 0.0  # seconds after an ACKed frame before the next (0: at once)
     reconnect_every: float = 0.2
     receiver: int = 1
     line: int = 1
@@ -286,6 +288,8 @@ class ReceiverSim:
                 with self.lock:
                     self.queue.popleft()
                     self.lock.notify_all()
+                if self.settings.frame_gap:
+                    self.stopping.wait(self.settings.frame_gap)
                 return time.monotonic() + every
             if tries >= self.settings.tries:
                 if self.settings.after_tries == "skip":
