@@ -105,17 +105,22 @@ def settle(seconds: float = 0.3) -> None:
 ANSWER_SECONDS = 2.0  # a panel's wait for the answer to a frame before it sends it again
 
 
+# the burglary codes a panel's frames go through, 100,000 frames each: the area (2 digits) and
+# the zone (3) spell only 100,000 numbers, and a panel of a 30-minute soak sends more
+CODES = tuple(f"E{code}" for code in range(130, 140))  # as stored: the qualifier, the code
+
+
 def frame_for(account: str, n: int) -> bytes:
-    """Frame ``n`` of ``account``: an E130 whose area and zone spell ``n`` (0-99,999)."""
-    payload = dc05_msg.dc05event(
-        account, {"code": "130", "area": str(n // 1000), "zone": str(n % 1000)}
-    )
+    """Frame ``n`` of ``account`` (0-999,999): an E13x whose code, area and zone spell ``n``."""
+    code, area, zone = identity(account, n)[1:]
+    payload = dc05_msg.dc05event(account, {"code": code[1:], "area": area, "zone": zone})
     return spt(account).dc09block(n % 9999 + 1, "ADM-CID", payload).encode()
 
 
-def identity(account: str, n: int) -> tuple[str, str, str]:
-    """The stored panel, area and zone of :func:`frame_for` ``n``."""
-    return account, str(n // 1000).zfill(2), str(n % 1000).zfill(3)
+def identity(account: str, n: int) -> tuple[str, str, str, str]:
+    """The stored panel, code (qualifier E), area and zone of :func:`frame_for` ``n``."""
+    number = n % 100_000
+    return account, CODES[n // 100_000], str(number // 1000).zfill(2), str(number % 1000).zfill(3)
 
 
 @dataclass
@@ -173,17 +178,19 @@ class Load:
                 continue
         return socket.create_connection(("127.0.0.1", order[-1]), timeout=1)
 
-    def missing(self, stored: Counter[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    def missing(
+        self, stored: Counter[tuple[str, str, str, str]]
+    ) -> list[tuple[str, str, str, str]]:
         """The ACKed frames not in ``stored`` (:func:`stored`)."""
         with self.lock:
             acked = [identity(a, n) for a, n in self.acked]
         return [x for x in acked if stored[x] == 0]
 
 
-def stored(data_dir: Path, url: str | None = None) -> Counter[tuple[str, str, str]]:
+def stored(data_dir: Path, url: str | None = None) -> Counter[tuple[str, str, str, str]]:
     """The DC-09 signals in the database of ``data_dir`` (or at ``url``), counted by panel,
-    area and zone."""
+    code, area and zone."""
     rows = db_rows(
-        data_dir, "SELECT panel, area, zone FROM signal WHERE destination = 'dc09'", url=url
+        data_dir, "SELECT panel, code, area, zone FROM signal WHERE destination = 'dc09'", url=url
     )
-    return Counter((r["panel"], r["area"], r["zone"]) for r in rows)
+    return Counter((r["panel"], r["code"], r["area"], r["zone"]) for r in rows)
