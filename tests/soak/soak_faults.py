@@ -92,9 +92,11 @@ def memory(nodes: list[Server]) -> dict[str, tuple[int, int]]:
     (``node1 ah-worker#2`` for its second one)."""
     found: dict[str, tuple[int, int]] = {}
     for number, node in enumerate(nodes, 1):
-        for pid in node.pids():
+        pids = node.pids()
+        for pid in pids:
             try:
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                comm = "node" if pid == pids[0] else comm  # named as its interpreter
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue  # ended meanwhile

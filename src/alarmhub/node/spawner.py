@@ -16,7 +16,7 @@ At its start the spawner replaces every descriptor it inherited but the standard
 node lock among them) with /dev/null, so that neither it nor a child holds what is the node's; it
 ignores SIGINT and SIGTERM (the node handles them) and exits when the node's end of the pair
 closes, however the node ended. The spawner and each child name themselves (``/proc/PID/comm``,
-what ``ps`` and ``top`` show): ``alarmhub-spawner``, and ``ah-`` and the module's last name
+what ``ps`` and ``top`` show): ``ah-spawner``, and ``ah-`` and the module's last name
 without ``_process`` (``ah-writer``, ``ah-delivery``, ``ah-worker``). Where there is no spawner
 (threads or an event loop ran already, not Linux, or it died), :func:`popen` starts the child
 with ``subprocess`` as before (said once in the log); so does a node embedded in another
@@ -330,7 +330,7 @@ def _serve(sock: socket.socket, node: int) -> None:
     """The spawner's loop: a child forked for each request, until the node's end closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _name_self("alarmhub-spawner")
+    _name_self("ah-spawner")
     _release_inherited(keep={0, 1, 2, sock.fileno()})
     gc.freeze()  # the node's objects, never collected here: their pages stay shared
     while True:
