@@ -6,7 +6,7 @@ of its lane, in order, until its retry goes; other lanes are not held."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from alarmhub.clock import now_us
 from alarmhub.core import delivery
 from alarmhub.core import events as kinds
+from alarmhub.outbound import delivery as delivery_worker
 from alarmhub.outbound.delivery import DeliveryWorker
 from alarmhub.outbound.webhooks import WebhookChannel
 from alarmhub.store import events
@@ -130,3 +131,56 @@ def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
     final = states(engine)
     assert final[bank_first] == ("delivered", 2, 200, None)
     assert final[shop_second][:2] == ("delivered", 1)
+
+
+class FailingOnce(Scripted):
+    """A channel whose recording fails once, at its ``fail_at``-th transaction's step."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__({})
+        self.fail_at = fail_at
+        self.records = 0  # steps of recording attempted
+        self.recorded: list[int] = []  # delivery ids, by the steps that did not fail
+
+    def record(self, conn: Connection, outcomes: Sequence[store.Outcome], now: int) -> None:
+        if not outcomes:  # the stop's, with nothing left
+            return
+        self.records += 1
+        if self.records == self.fail_at:
+            raise RuntimeError("the disk said no")
+        super().record(conn, outcomes, now)
+        self.recorded += [o.delivery_id for o in outcomes]
+
+
+@pytest.mark.backends("sqlite")
+def test_outcomes_are_recorded_in_short_transactions_each_once_a_failed_one_again(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The only node records a turn's outcomes a step a transaction here (none may hold the
+    write lock long); one that fails is recorded at the next turn, those committed before it
+    are not again, and every delivery is sent once."""
+    monkeypatch.setattr(delivery_worker, "RECORD_STEP", 1)
+    monkeypatch.setattr(delivery_worker, "HOLD_SECONDS", 0.0)
+    with write_transaction(engine) as conn:
+        store.add(conn, KEY, "http://127.0.0.1:9/hook", [kinds.ALARM_RAISED], "", now_us())
+    published = [publish(engine, account) for _ in range(6) for account in (SHOP, BANK)]
+    channel = FailingOnce(fail_at=3)
+
+    async def run() -> None:
+        worker = DeliveryWorker(engine, channel, poll_seconds=0.05)
+        await worker.start()
+        try:
+            await until(
+                engine,
+                lambda f: all(f[e][0] == "delivered" for e in published),
+                "every delivery recorded as delivered",
+            )
+        finally:
+            await worker.stop()
+
+    asyncio.run(run())
+    assert sorted(channel.sent) == sorted(published)  # each sent once
+    assert channel.records == len(published) + 1  # a step a transaction, the failed one again
+    assert sorted(channel.recorded) == sorted(set(channel.recorded))  # none recorded twice
+    assert len(channel.recorded) == len(published)
+    assert {states(engine)[e][:2] for e in published} == {("delivered", 1)}

@@ -15,11 +15,13 @@ given :attr:`Channel.attempt_seconds`. It runs in an event loop off the signal p
 store's work runs in a thread, never while an attempt is out.
 
 On SQLite this node is the only one delivering: taking deliveries is a read, what is in flight
-or ended is held in memory, and outcomes are recorded (and lanes settled) in a batch every
+or ended is held in memory, and outcomes are recorded (and lanes settled) every
 :data:`RECORD_SECONDS`, so sending never waits for the database's write lock, which the signal
-writer holds most. On a database shared by several nodes each turn records what ended, settles
-lanes and claims the lanes it takes (a lease) in one short transaction, so each delivery is sent
-by one node.
+writer holds most; and in transactions a few milliseconds short, between which a signal's
+commit takes the lock, while the event loop steps aside (:mod:`alarmhub.outbound.loop_aside`)
+so that the lock is never held while a transaction waits for the interpreter. On a database
+shared by several nodes each turn records what ended, settles lanes and claims the lanes it
+takes (a lease) in one short transaction, so each delivery is sent by one node.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ import os
 import random
 import secrets
 import socket
+import time
 from collections import Counter
-from collections.abc import Collection, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
@@ -40,6 +44,7 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import delivery, units
+from alarmhub.outbound.loop_aside import LoopAside
 from alarmhub.store import lanes
 from alarmhub.store.engine import read_in_thread, write_transaction
 
@@ -48,7 +53,19 @@ TURN_SECONDS = 0.02
 """Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2
-"""The only node (SQLite): outcomes are recorded this often, in one transaction."""
+"""The only node (SQLite): outcomes are recorded this often ..."""
+RECORD_STEP = 8
+SETTLE_STEP = 16
+"""... RECORD_STEP outcomes at a time (a digest's carries every message it sent), then the
+lanes, SETTLE_STEP at a time, in transactions that take more steps until they have held the
+database's write lock HOLD_SECONDS ..."""
+HOLD_SECONDS = 0.004
+PAUSE_SECONDS = 0.003
+"""... and PAUSE_SECONDS apart: a signal's commit, waiting, takes the lock between them (the
+signal writer tries again at most ``store.sqlite.WRITER_SPIN_MAX_SECONDS`` apart, and so do
+these transactions: the delivery process's engine ``spin``s, since SQLite's own busy handler
+would make each wait tens of milliseconds behind a busy writer: webhooks at 1,000 events a
+second then fell behind, bench/README.md)."""
 CONCURRENCY = 64
 """Attempts in flight at most, to every target together ..."""
 PER_TARGET = 32
@@ -83,6 +100,8 @@ class Item(Protocol):
 
 ItemT = TypeVar("ItemT", bound=Item)
 OutcomeT = TypeVar("OutcomeT")
+T = TypeVar("T")
+R = TypeVar("R")
 Chains = tuple[list[list[ItemT]], list[int]]
 """What a channel's take hands out: chains (each one lane's deliveries, in order) and the lanes
 given that hand out nothing now (to settle)."""
@@ -137,6 +156,14 @@ class Channel(Protocol[ItemT, OutcomeT]):
     async def send(self, item: ItemT) -> delivery.Attempt:
         """Make one attempt (the worker bounds its time)."""
         ...
+
+
+@dataclass
+class Recorded:
+    """What a recording (in a thread) has committed: deliveries by id, lanes settled."""
+
+    outcomes: set[int] = field(default_factory=set)
+    lanes: set[int] = field(default_factory=set)
 
 
 class DeliveryWorker(Generic[ItemT, OutcomeT]):
@@ -273,29 +300,74 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
 
     async def _record_now_and_then(self) -> None:
         """The only node: record what ended and settle the lanes whose chains ended, every
-        RECORD_SECONDS, in one transaction."""
+        RECORD_SECONDS (:meth:`_record`)."""
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(RECORD_SECONDS)
-            ended = {i: o for i, o in self._ended.items() if i not in self._recorded}
-            lanes_ = self._to_settle - self._settled
-            if not ended and not lanes_:
+            ended = [(i, o) for i, o in self._ended.items() if i not in self._recorded]
+            lane_ids = sorted(self._to_settle - self._settled)
+            if not ended and not lane_ids:
                 continue
+            done = Recorded()
             try:
-                settled = await asyncio.to_thread(self._record, list(ended.values()), lanes_)
+                await asyncio.to_thread(self._record, ended, lane_ids, done, loop)
             except Exception as exc:
                 self.channel.log.warning(
                     "outcomes not recorded; will retry", extra={"error": repr(exc)}
                 )
-                continue
-            self._recorded.update(ended)
-            self._settled |= settled
-            if settled:  # due again: taken at once, not at the next poll
+            self._recorded |= done.outcomes  # what committed, the rest failing or not
+            self._settled |= done.lanes
+            if done.lanes:  # due again: taken at once, not at the next poll
                 self._wake.set()
 
-    def _record(self, outcomes: list[OutcomeT], lane_ids: set[int]) -> set[int]:
-        with write_transaction(self._engine) as conn:
-            self.channel.record(conn, outcomes, now_us())
-            return self.channel.settle(conn, lane_ids)
+    def _record(
+        self,
+        ended: list[tuple[int, OutcomeT]],
+        lane_ids: list[int],
+        done: Recorded,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """In a thread: record the outcomes, then settle the lanes, in short transactions
+        (:meth:`_briefly`); ``done`` says what has committed."""
+
+        def record(conn: Connection, group: Sequence[tuple[int, OutcomeT]]) -> None:
+            self.channel.record(conn, [outcome for _, outcome in group], now_us())
+
+        for group, _ in self._briefly(ended, RECORD_STEP, record, loop):
+            done.outcomes.update(delivery_id for delivery_id, _ in group)
+        for _, settled in self._briefly(lane_ids, SETTLE_STEP, self.channel.settle, loop):
+            done.lanes.update(*settled)
+
+    def _briefly(
+        self,
+        items: Sequence[T],
+        step: int,
+        work: Callable[[Connection, Sequence[T]], R],
+        loop: asyncio.AbstractEventLoop,
+    ) -> Iterator[tuple[Sequence[T], list[R]]]:
+        """Do ``work`` on ``items``, ``step`` at a time, in transactions that take more steps
+        until they have held the write lock HOLD_SECONDS, PAUSE_SECONDS apart; each one's
+        items and results once it has committed. While one holds the lock, ``loop`` steps
+        aside (:mod:`alarmhub.outbound.loop_aside`; never while it waits for the lock)."""
+        start = 0
+        while start < len(items):
+            aside = LoopAside(loop)
+            results: list[R] = []
+            try:
+                with write_transaction(self._engine) as conn:
+                    aside.begin()
+                    end, held = start, time.monotonic()
+                    while end < len(items) and (
+                        end == start or time.monotonic() - held < HOLD_SECONDS
+                    ):
+                        results.append(work(conn, items[end : end + step]))
+                        end += step
+            finally:
+                aside.end()
+            yield items[start:end], results
+            start = end
+            if start < len(items):
+                time.sleep(PAUSE_SECONDS)
 
     async def _claim_turn(self, free: int, full: set[int]) -> list[list[ItemT]]:
         """Several nodes: record what ended, settle the lanes whose chains ended, claim lanes

@@ -226,7 +226,10 @@ class DeliveryProcess:
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     # deliveries can be derived again; a statement on a silent connection fails (answering)
-    engine = open_engine(config["url"], synchronous=False, answer_seconds=config["answer_seconds"])
+    # its short recording transactions wait for the write lock as the writer does (spin)
+    engine = open_engine(
+        config["url"], synchronous=False, answer_seconds=config["answer_seconds"], spin=True
+    )
     running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),
                       config.get("claimant"),
                       config.get("webhook_allow_private", False))  # fmt: skip
