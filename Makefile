@@ -90,7 +90,7 @@ DURATION ?= 1800
 FAULT_SECONDS ?= 60
 soak: $(VENV)/.installed-test
 	ALARMHUB_SOAK_SECONDS=$(DURATION) ALARMHUB_SOAK_FAULT_SECONDS=$(FAULT_SECONDS) \
-	$(BIN)/pytest -q -s -p no:cacheprovider -o python_files='soak_*.py' tests/soak
+	$(BIN)/pytest -q -s -p no:cacheprovider -o faulthandler_timeout=0 -o python_files='soak_*.py' tests/soak
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.backends("sqlite", "postgresql")
 SHOP, BANK = "700021", "700022"
 KEY = Fernet(Fernet.generate_key())
 DEADLINE_SECONDS = 30.0  # generous: a condition that never holds fails the test, not a slow one
+RUN_SECONDS = 120.0  # a run that hangs (a wait nothing ends) fails, with where it waited
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
         finally:
             await worker.stop()
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), RUN_SECONDS))
     assert [e for e in channel.sent if e in (bank_first, bank_second)] == [
         bank_first,
         bank_first,
@@ -178,7 +179,7 @@ def test_outcomes_are_recorded_in_short_transactions_each_once_a_failed_one_agai
         finally:
             await worker.stop()
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), RUN_SECONDS))
     assert sorted(channel.sent) == sorted(published)  # each sent once
     assert channel.records == len(published) + 1  # a step a transaction, the failed one again
     assert sorted(channel.recorded) == sorted(set(channel.recorded))  # none recorded twice
