@@ -251,18 +251,19 @@ _TEXT = (
 def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     """Record attempts (their lanes are settled after: :func:`settle`). A digest that ended is
     a message of its own in the log (kind ``digest``), and each message it carried takes its
-    state, naming it (``digest_id``)."""
-    singles = [o for o in outcomes if o.sent is None]
-    if singles:
-        conn.execute(_RECORD, [
-            {"b_id": o.notification_id, "b_state": o.state, "b_attempts": o.attempts,
-             "b_error": _error(o.error), "b_due": o.due_us if o.due_us is not None else now_us,
-             "b_sent": _sent_us(o, now_us)}
-            for o in singles
-        ])  # fmt: skip
-    for o in outcomes:
-        if o.sent is not None:
-            _record_digest(conn, o, o.sent, now_us)
+    state, naming it (``digest_id``); a digest that is to be retried is its first message's
+    retry (it is made anew then). A statement for each of these, whatever the count."""
+    states = [
+        {"b_id": o.notification_id, "b_state": o.state, "b_attempts": o.attempts,
+         "b_error": _error(o.error), "b_due": o.due_us if o.due_us is not None else now_us,
+         "b_sent": _sent_us(o, now_us)}
+        for o in outcomes if o.sent is None or o.state == rules.QUEUED
+    ]  # fmt: skip
+    if states:
+        conn.execute(_RECORD, states)
+    digests = [(o, o.sent) for o in outcomes if o.sent is not None and o.state != rules.QUEUED]
+    if digests:
+        _record_digests(conn, digests, now_us)
     texts = [
         {"b_id": i, "b_subject": subject, "b_body": body, "b_html": html}
         for o in outcomes if o.state != rules.QUEUED
@@ -272,31 +273,37 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
         conn.execute(_TEXT, texts)
 
 
-def _record_digest(conn: Connection, o: Outcome, d: Claimed, now_us: int) -> None:
-    """A digest that ended: its message in the log, and the state of those it carried (a
-    digest that is to be retried is its first message's retry: it is made anew then)."""
-    if o.state == rules.QUEUED:
-        conn.execute(_RECORD, [{"b_id": o.notification_id, "b_state": o.state,
-                                "b_attempts": o.attempts, "b_error": _error(o.error),
-                                "b_due": o.due_us, "b_sent": None}])  # fmt: skip
-        return
-    sent_us = _sent_us(o, now_us)
-    made = conn.execute(
-        insert(schema.notification).values(
-            contact_id=d.target_id, account_number=d.account, kind=digest.KIND,
-            channel=d.channel, recipient=d.to, subject=d.subject, body=d.body, html=d.html,
-            state=o.state, attempts=o.attempts, due_us=now_us, last_error=_error(o.error),
-            queued_us=now_us, sent_us=sent_us,
-        )
-    )  # fmt: skip
-    assert made.inserted_primary_key is not None
-    digest_id = made.inserted_primary_key[0]
-    conn.execute(
-        update(schema.notification)
-        .where(NOTE.notification_id.in_(list(d.collapsed)), NOTE.state == rules.QUEUED)
-        .values(state=o.state, sent_us=sent_us, digest_id=digest_id, due_us=now_us,
-                last_error=_error(o.error))
-    )  # fmt: skip
+_MADE = insert(schema.notification).returning(NOTE.notification_id, sort_by_parameter_order=True)
+_CARRIED = (
+    update(schema.notification)
+    .where(NOTE.notification_id == bindparam("b_id"), NOTE.state == rules.QUEUED)
+    .values(
+        state=bindparam("b_state", type_=String),
+        sent_us=bindparam("b_sent", type_=BigInteger),
+        digest_id=bindparam("b_digest", type_=BigInteger),
+        due_us=bindparam("b_due", type_=BigInteger),
+        last_error=bindparam("b_error", type_=String),
+    )
+)
+
+
+def _record_digests(conn: Connection, ended: list[tuple[Outcome, Claimed]], now_us: int) -> None:
+    """Digests that ended (sent, or failed for good): their messages in the log, and the state
+    of those each carried."""
+    made = conn.execute(_MADE, [
+        {"contact_id": d.target_id, "account_number": d.account, "kind": digest.KIND,
+         "channel": d.channel, "recipient": d.to, "subject": d.subject, "body": d.body,
+         "html": d.html, "state": o.state, "attempts": o.attempts, "due_us": now_us,
+         "last_error": _error(o.error), "queued_us": now_us, "sent_us": _sent_us(o, now_us)}
+        for o, d in ended
+    ])  # fmt: skip
+    digest_ids = made.scalars().all()
+    conn.execute(_CARRIED, [
+        {"b_id": carried, "b_state": o.state, "b_sent": _sent_us(o, now_us),
+         "b_digest": digest_id, "b_due": now_us, "b_error": _error(o.error)}
+        for (o, d), digest_id in zip(ended, digest_ids, strict=True)
+        for carried in d.collapsed
+    ])  # fmt: skip
 
 
 def _sent_us(outcome: Outcome, now_us: int) -> int | None:
