@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Connection, Integer, String, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Update, bindparam, insert, select, update
 
 from alarmhub.clock import now_us as clock_us
 from alarmhub.core import digest
@@ -224,27 +224,21 @@ class Outcome:
     rendered: tuple[Rendered, ...] = ()  # the messages rendered as taken (kept once ended)
 
 
-_RECORD = (
-    update(schema.notification)
-    .where(NOTE.notification_id == bindparam("b_id"))
-    .values(
-        state=bindparam("b_state", type_=String),
-        attempts=bindparam("b_attempts", type_=Integer),
-        last_error=bindparam("b_error", type_=String),
-        due_us=bindparam("b_due", type_=BigInteger),
-        sent_us=bindparam("b_sent", type_=BigInteger),
+def _set_by_id(*columns: str, where: tuple[ColumnElement[bool], ...] = ()) -> Update:
+    """An UPDATE of the message ``b_id`` (when ``where`` holds too) setting each of ``columns``
+    to its parameter ``b_`` + the column's name (executed with a row of parameters a message)."""
+    values = {c: bindparam(f"b_{c}", type_=NOTE[c].type) for c in columns}
+    return (
+        update(schema.notification)
+        .where(NOTE.notification_id == bindparam("b_id"), *where)
+        .values(values)
     )
-)
 
 
-_TEXT = (
-    update(schema.notification)
-    .where(NOTE.notification_id == bindparam("b_id"))
-    .values(
-        subject=bindparam("b_subject", type_=String),
-        body=bindparam("b_body", type_=String),
-        html=bindparam("b_html", type_=String),
-    )
+_RECORD = _set_by_id("state", "attempts", "last_error", "due_us", "sent_us")
+_TEXT = _set_by_id("subject", "body", "html")
+_CARRIED = _set_by_id(
+    "state", "sent_us", "digest_id", "due_us", "last_error", where=(NOTE.state == rules.QUEUED,)
 )
 
 
@@ -255,8 +249,9 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     retry (it is made anew then). A statement for each of these, whatever the count."""
     states = [
         {"b_id": o.notification_id, "b_state": o.state, "b_attempts": o.attempts,
-         "b_error": _error(o.error), "b_due": o.due_us if o.due_us is not None else now_us,
-         "b_sent": _sent_us(o, now_us)}
+         "b_last_error": _error(o.error),
+         "b_due_us": o.due_us if o.due_us is not None else now_us,
+         "b_sent_us": _sent_us(o, now_us)}
         for o in outcomes if o.sent is None or o.state == rules.QUEUED
     ]  # fmt: skip
     if states:
@@ -274,17 +269,6 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
 
 
 _MADE = insert(schema.notification).returning(NOTE.notification_id, sort_by_parameter_order=True)
-_CARRIED = (
-    update(schema.notification)
-    .where(NOTE.notification_id == bindparam("b_id"), NOTE.state == rules.QUEUED)
-    .values(
-        state=bindparam("b_state", type_=String),
-        sent_us=bindparam("b_sent", type_=BigInteger),
-        digest_id=bindparam("b_digest", type_=BigInteger),
-        due_us=bindparam("b_due", type_=BigInteger),
-        last_error=bindparam("b_error", type_=String),
-    )
-)
 
 
 def _record_digests(conn: Connection, ended: list[tuple[Outcome, Claimed]], now_us: int) -> None:
@@ -299,8 +283,8 @@ def _record_digests(conn: Connection, ended: list[tuple[Outcome, Claimed]], now_
     ])  # fmt: skip
     digest_ids = made.scalars().all()
     conn.execute(_CARRIED, [
-        {"b_id": carried, "b_state": o.state, "b_sent": _sent_us(o, now_us),
-         "b_digest": digest_id, "b_due": now_us, "b_error": _error(o.error)}
+        {"b_id": carried, "b_state": o.state, "b_sent_us": _sent_us(o, now_us),
+         "b_digest_id": digest_id, "b_due_us": now_us, "b_last_error": _error(o.error)}
         for (o, d), digest_id in zip(ended, digest_ids, strict=True)
         for carried in d.collapsed
     ])  # fmt: skip
