@@ -5,7 +5,8 @@ exactly its subscribers; an account on test notifies nobody of its signals; SMTP
 and arrives, 5xx ends failed; HTTP 429/5xx retried, 400 failed; a node SIGKILLed with messages
 queued (its gateway down) sends each once after its restart; two nodes on PostgreSQL send each
 once; a storm of one account reaches its subscriber as a few messages and digests, every event
-accounted for, never more than the rate in any minute.
+accounted for, never more than the rate in any minute: also when the node's writer, which
+records what was sent for a node of several workers, is SIGKILLed while they are sent.
 
 Every check polls with a generous deadline; no test asserts how long anything took. The
 station's data (accounts, contacts, gateways) is set up through the command in this process
@@ -28,6 +29,7 @@ import httpx
 import pytest
 
 from alarmhub.core import digest
+from tests.support.crashing import wait_for_writer
 from tests.support.database import database_url
 from tests.support.processes import (
     Server,
@@ -311,11 +313,18 @@ def test_two_nodes_send_each_message_once(tmp_path: Path) -> None:
     assert all(r["attempts"] == 1 for n in numbers for r in log(tmp_path, n))
 
 
-def test_a_storm_reaches_its_subscriber_as_a_few_messages_and_digests(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer_killed", [False, True], ids=["one-worker", "writer-killed"])
+def test_a_storm_reaches_its_subscriber_as_a_few_messages_and_digests(
+    tmp_path: Path, writer_killed: bool
+) -> None:
+    """``writer-killed``: a node of two workers, whose writer records what the delivery
+    process sent (on SQLite), its writer SIGKILLed once the first message has arrived."""
     smtp = SmtpServer(tmp_path / "smtp", free_port()).start()
     token = provision_token(tmp_path)
     account(tmp_path, "810020", subscriber("Stu", "alarm", "email"))
-    server = Server(tmp_path, env={"ALARMHUB_RUNAWAY_LIMIT": "100000"}).start()
+    workers = ("--workers", "2") if writer_killed else ()
+    server = Server(tmp_path, extra_args=workers, env={"ALARMHUB_RUNAWAY_LIMIT": "100000"})
+    server.start()
     storm = 200
     try:
         station = Station(server, token, tmp_path)
@@ -326,6 +335,11 @@ def test_a_storm_reaches_its_subscriber_as_a_few_messages_and_digests(tmp_path: 
         # by one with the gateway up, alarms after that digest would wait a whole window
         wait_for(lambda: len(log(tmp_path, "810020")) >= storm, "the storm queued", DEADLINE_S)
         set_gateways(tmp_path, smtp.port)
+        if writer_killed:
+            writer = wait_for_writer(server)
+            wait_for(lambda: smtp.arrived(), "the first message", DEADLINE_S)
+            os.kill(writer, signal.SIGKILL)
+            wait_for_writer(server, not_pid=writer)  # the node starts it again
         rows = wait_for(lambda: settled(tmp_path, "810020", storm), "the storm", 3 * DEADLINE_S)
     finally:
         server.kill()

@@ -287,7 +287,7 @@ class Node:
             loop.add_signal_handler(sig, stop, sig.name)
         answer_seconds = watchdog.stuck_seconds(self.settings.store_commit_timeout)
         engine = store_engine.open_engine(self.settings.database, answer_seconds=answer_seconds)
-        deliveries = DeliveryProcess(self.settings, engine, self.metrics_dir)
+        deliveries = DeliveryProcess(self.settings, engine, self.metrics_dir, self.address)
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.to_thread(store_engine.upgrade, engine)

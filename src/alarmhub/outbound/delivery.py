@@ -47,18 +47,17 @@ from alarmhub.core import delivery, units
 from alarmhub.outbound.loop_aside import LoopAside
 from alarmhub.store import lanes
 from alarmhub.store.engine import read_in_thread, write_transaction
+from alarmhub.store.recording import RECORD_STEP, SETTLE_STEP
 
 POLL_SECONDS = 0.05
 TURN_SECONDS = 0.02
 """Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2
-"""The only node (SQLite): outcomes are recorded this often ..."""
-RECORD_STEP = 8
-SETTLE_STEP = 16
-"""... RECORD_STEP outcomes at a time (a digest's carries every message it sent), then the
-lanes, SETTLE_STEP at a time, in transactions that take more steps until they have held the
-database's write lock HOLD_SECONDS ..."""
+"""The only node (SQLite): outcomes are recorded this often: by the node's writer, handed over
+(a :class:`Recorder`), or else in this process, ``store.recording.RECORD_STEP`` outcomes at a
+time, then the lanes, ``SETTLE_STEP`` at a time, in transactions that take more steps until
+they have held the database's write lock HOLD_SECONDS ..."""
 HOLD_SECONDS = 0.004
 PAUSE_SECONDS = 0.003
 """... and PAUSE_SECONDS apart: a signal's commit, waiting, takes the lock between them (the
@@ -160,10 +159,24 @@ class Channel(Protocol[ItemT, OutcomeT]):
 
 @dataclass
 class Recorded:
-    """What a recording (in a thread) has committed: deliveries by id, lanes settled."""
+    """What a recording has committed: deliveries by id, lanes settled."""
 
     outcomes: set[int] = field(default_factory=set)
     lanes: set[int] = field(default_factory=set)
+
+
+class Recorder(Protocol):
+    """Records how deliveries ended for the only node (SQLite) in another process, which holds
+    the database's write lock anyway: the node's writer (:mod:`alarmhub.outbound.
+    writer_records`)."""
+
+    async def record(
+        self, channel: str, ended: Sequence[tuple[int, Any]], lane_ids: Sequence[int],
+        done: Recorded,
+    ) -> None:  # fmt: skip
+        """Record ``ended`` (delivery id, outcome) of ``channel``, then settle ``lane_ids``;
+        what has committed is added to ``done`` (an exception for the rest)."""
+        ...
 
 
 class DeliveryWorker(Generic[ItemT, OutcomeT]):
@@ -179,8 +192,12 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         poll_seconds: float = POLL_SECONDS,
         concurrency: int = CONCURRENCY,
         per_target: int = PER_TARGET,
+        recorder: Recorder | None = None,
     ) -> None:
+        """``recorder``: who records outcomes for the only node (None: this worker, in short
+        transactions of its own)."""
         self._engine = engine
+        self._recorder = recorder
         self.channel = channel
         self._shared = engine.dialect.name != "sqlite"
         self._poll = poll_seconds
@@ -310,7 +327,10 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
                 continue
             done = Recorded()
             try:
-                await asyncio.to_thread(self._record, ended, lane_ids, done, loop)
+                if self._recorder is not None:
+                    await self._recorder.record(self.channel.name, ended, lane_ids, done)
+                else:
+                    await asyncio.to_thread(self._record, ended, lane_ids, done, loop)
             except Exception as exc:
                 self.channel.log.warning(
                     "outcomes not recorded; will retry", extra={"error": repr(exc)}

@@ -39,9 +39,10 @@ from sqlalchemy.engine import Engine
 from alarmhub import files, logs, metrics, secret_key
 from alarmhub.core import notifications
 from alarmhub.node import spawner
-from alarmhub.outbound.delivery import DeliveryWorker, claimant
+from alarmhub.outbound.delivery import DeliveryWorker, Recorder, claimant
 from alarmhub.outbound.notify import NotifyWorker
 from alarmhub.outbound.webhooks import STOP_SECONDS, WebhookWorker
+from alarmhub.outbound.writer_records import WriterRecords
 from alarmhub.settings import Settings, station_zone
 from alarmhub.store import framing, lanes, schema, watchdog
 from alarmhub.store.engine import open_engine, read_in_thread, write_transaction
@@ -84,15 +85,17 @@ def workers(
     timezone: str,
     node: str | None = None,
     allow_private: bool = False,
+    recorder: Recorder | None = None,
 ) -> list[DeliveryWorker[Any, Any]]:
     """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
     station's ``timezone`` setting for the times of a digest); ``node``: the name they claim
     lanes under (each its own when not given); ``allow_private``: the setting
-    ``webhook_allow_private``."""
+    ``webhook_allow_private``; ``recorder``: who records their outcomes (SQLite: the node's
+    writer, when it listens for its workers)."""
     key = secret_key.load(data_dir)
     running: list[DeliveryWorker[Any, Any]] = [
-        WebhookWorker(engine, key, allow_private=allow_private),
-        NotifyWorker(engine, key, station_zone(timezone)),
+        WebhookWorker(engine, key, allow_private=allow_private, recorder=recorder),
+        NotifyWorker(engine, key, station_zone(timezone), recorder=recorder),
     ]
     if node is not None:
         for worker in running:
@@ -104,9 +107,16 @@ class DeliveryProcess:
     """The workers' process, seen from the node: :meth:`start` and :meth:`stop` as a
     :class:`~alarmhub.outbound.delivery.DeliveryWorker`'s."""
 
-    def __init__(self, settings: Settings, engine: Engine, metrics_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        metrics_dir: Path | None = None,
+        writer: str | None = None,
+    ) -> None:
         """``metrics_dir``: where the node's processes keep their metrics (several workers):
-        the process's counters join them."""
+        the process's counters join them; ``writer``: the address of the node's writer, which
+        records the outcomes on SQLite (several workers)."""
         self._engine = engine
         self._config = {
             "url": settings.database,
@@ -116,6 +126,7 @@ class DeliveryProcess:
             "timezone": settings.timezone,
             "webhook_allow_private": settings.webhook_allow_private,
             "answer_seconds": watchdog.stuck_seconds(settings.store_commit_timeout),
+            "writer": writer if engine.dialect.name == "sqlite" else None,
         }
         self._env = None
         if metrics_dir is not None:
@@ -230,9 +241,11 @@ async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     engine = open_engine(
         config["url"], synchronous=False, answer_seconds=config["answer_seconds"], spin=True
     )
+    address = config.get("writer")
+    recorder = None if address is None else WriterRecords(address, config["answer_seconds"])
     running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),
-                      config.get("claimant"),
-                      config.get("webhook_allow_private", False))  # fmt: skip
+                      config.get("claimant"), config.get("webhook_allow_private", False),
+                      recorder)  # fmt: skip
     for worker in running:
         await worker.start()
     loop = asyncio.get_running_loop()
@@ -246,6 +259,8 @@ async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     finally:
         _exit_when_overdue(END_SECONDS)
         await asyncio.gather(*(worker.stop() for worker in running))
+        if recorder is not None:
+            await recorder.close()
         engine.dispose()
 
 

@@ -29,7 +29,13 @@ from sqlalchemy.engine import Engine
 from alarmhub import metrics
 from alarmhub.core import delivery, units
 from alarmhub.core import notifications as rules
-from alarmhub.outbound.delivery import CONCURRENCY, POLL_SECONDS, Chains, DeliveryWorker
+from alarmhub.outbound.delivery import (
+    CONCURRENCY,
+    POLL_SECONDS,
+    Chains,
+    DeliveryWorker,
+    Recorder,
+)
 from alarmhub.outbound.email import Email, EmailSender, SmtpServer
 from alarmhub.outbound.sms import SmsGateway, SmsSender
 from alarmhub.store import lanes, schema
@@ -194,6 +200,8 @@ class NotifyWorker(DeliveryWorker[store.Claimed, store.Outcome]):
         *,
         poll_seconds: float = POLL_SECONDS,
         concurrency: int = CONCURRENCY,
+        recorder: Recorder | None = None,
     ) -> None:
         super().__init__(engine, NotifyChannel(key, station), poll_seconds=poll_seconds,
-                         concurrency=concurrency, per_target=PER_RECIPIENT)  # fmt: skip
+                         concurrency=concurrency, per_target=PER_RECIPIENT,
+                         recorder=recorder)  # fmt: skip

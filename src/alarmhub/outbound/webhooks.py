@@ -31,6 +31,7 @@ from alarmhub.outbound.delivery import (
     STOP_SECONDS,
     Chains,
     DeliveryWorker,
+    Recorder,
 )
 from alarmhub.outbound.webhook_http import WebhookHttp
 from alarmhub.store import lanes
@@ -131,9 +132,11 @@ class WebhookWorker(DeliveryWorker[store.Claimed, store.Outcome]):
         concurrency: int = CONCURRENCY,
         per_webhook: int = PER_TARGET,
         allow_private: bool = False,
+        recorder: Recorder | None = None,
     ) -> None:
         """``allow_private``: the setting ``webhook_allow_private`` (receivers on private
-        addresses; otherwise a host that resolves to one is not connected to)."""
+        addresses; otherwise a host that resolves to one is not connected to); ``recorder``:
+        as :class:`~alarmhub.outbound.delivery.DeliveryWorker`'s."""
         channel = WebhookChannel(key, per_webhook, allow_private)
         super().__init__(engine, channel, poll_seconds=poll_seconds, concurrency=concurrency,
-                         per_target=per_webhook)  # fmt: skip
+                         per_target=per_webhook, recorder=recorder)  # fmt: skip

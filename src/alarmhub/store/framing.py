@@ -44,3 +44,11 @@ QUEUED = "queued"
 (``{QUEUED: true}``, :data:`QUEUED_NOTICE`), so that the node's senders read them at once."""
 QUEUED_NOTICE = encode({QUEUED: True})
 """The frame of that notice, as sent."""
+RECORD = "record"
+"""The delivery process hands the writer how attempts ended, to record (SQLite: the writer
+holds the database's one write lock, :mod:`alarmhub.store.recording`): ``{RECORD: channel,
+"id": n, "ended": [[delivery id, outcome], ...], "lanes": [lane id, ...]}``."""
+RECORDED = "recorded"
+"""The writer's answer, once for each transaction that recorded part of request ``n``:
+``{RECORDED: n, "outcomes": [delivery id, ...], "lanes": [lane id, ...], "done": bool,
+"error": text or null}`` (an error ends the request: what is not named was not recorded)."""

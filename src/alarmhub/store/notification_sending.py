@@ -78,6 +78,12 @@ class Claimed:
     collapsed: tuple[int, ...] = ()  # a digest: the messages it carries, the first included
     rendered: tuple[Rendered, ...] = ()  # the messages rendered as taken: kept when recorded
 
+    @classmethod
+    def from_wire(cls, fields: dict[str, Any]) -> Claimed:
+        """A message as a frame carried it (its tuples as lists)."""
+        return cls(**{**fields, "collapsed": tuple(fields["collapsed"]),
+                      "rendered": _rendered_from_wire(fields["rendered"])})  # fmt: skip
+
 
 Rendered = tuple[int, str, str, str]
 """A message rendered as it was taken: its id, subject, body and HTML part (stored with its
@@ -223,6 +229,17 @@ class Outcome:
     ended_us: int | None = None  # when the attempt ended (a send's time; else when recorded)
     rendered: tuple[Rendered, ...] = ()  # the messages rendered as taken (kept once ended)
 
+    @classmethod
+    def from_wire(cls, fields: dict[str, Any]) -> Outcome:
+        """An outcome as a frame carried it (its tuples as lists, its digest as fields)."""
+        sent = fields["sent"]
+        return cls(**{**fields, "sent": None if sent is None else Claimed.from_wire(sent),
+                      "rendered": _rendered_from_wire(fields["rendered"])})  # fmt: skip
+
+
+def _rendered_from_wire(rows: Sequence[Sequence[Any]]) -> tuple[Rendered, ...]:
+    return tuple((int(i), str(subject), str(body), str(html)) for i, subject, body, html in rows)
+
 
 def _set_by_id(*columns: str, where: tuple[ColumnElement[bool], ...] = ()) -> Update:
     """An UPDATE of the message ``b_id`` (when ``where`` holds too) setting each of ``columns``
@@ -268,12 +285,21 @@ def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
         conn.execute(_TEXT, texts)
 
 
+_STILL_QUEUED = select(NOTE.notification_id).where(
+    NOTE.notification_id.in_(bindparam("ids", expanding=True)), NOTE.state == rules.QUEUED
+)
 _MADE = insert(schema.notification).returning(NOTE.notification_id, sort_by_parameter_order=True)
 
 
 def _record_digests(conn: Connection, ended: list[tuple[Outcome, Claimed]], now_us: int) -> None:
     """Digests that ended (sent, or failed for good): their messages in the log, and the state
-    of those each carried."""
+    of those each carried. A digest whose first message is no longer queued was recorded
+    already (a recording made again, its answer lost): it is not made twice."""
+    firsts = [o.notification_id for o, _ in ended]
+    queued = set(conn.execute(_STILL_QUEUED, {"ids": firsts}).scalars())
+    ended = [(o, d) for o, d in ended if o.notification_id in queued]
+    if not ended:
+        return
     made = conn.execute(_MADE, [
         {"contact_id": d.target_id, "account_number": d.account, "kind": digest.KIND,
          "channel": d.channel, "recipient": d.to, "subject": d.subject, "body": d.body,

@@ -355,6 +355,11 @@ class Outcome:
     error: str | None
     next_attempt_us: int | None
 
+    @classmethod
+    def from_wire(cls, fields: dict[str, Any]) -> Outcome:
+        """An outcome as a frame carried it (a dataclass is sent as its fields)."""
+        return cls(**fields)
+
 
 def record(conn: Connection, outcomes: Sequence[Outcome], now_us: int) -> None:
     """Record attempts (their lanes are settled once their chains end: :func:`settle`)."""

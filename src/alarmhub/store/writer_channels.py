@@ -186,6 +186,20 @@ class Channels:
                 self._close(channel)
         return True
 
+    def reply(self, channel: Channel, frame: bytes) -> None:
+        """Send ``frame`` to ``channel`` alone (a worker that is gone, or does not read its
+        answers, is cut off; the others go on)."""
+        if not channel.open:
+            return
+        try:
+            if channel is self.control:
+                channel.sock.sendall(frame)
+            else:
+                send_all(channel.sock, frame, SEND_SECONDS)
+        except OSError:
+            if channel is not self.control:
+                self._close(channel)
+
     def tell(self, frame: bytes) -> bool:
         """Send ``frame`` (a notice, such as ``framing.QUEUED_NOTICE``) to the node's processes
         that read the writer's answers: the parent's channel when the parent is the node, else

@@ -25,6 +25,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from alarmhub.core.router import StoredSignal
 from alarmhub.core.signal import Signal
 from alarmhub.gc_tuning import quiet_garbage_collector
 from alarmhub.settings import station_zone
-from alarmhub.store import events, framing, sqlite
+from alarmhub.store import events, framing, recording, sqlite
 from alarmhub.store.commit import (
     SignalInsert,
     Stored,
@@ -45,11 +46,12 @@ from alarmhub.store.commit import (
     store_plain,
 )
 from alarmhub.store.engine import WriteConnection, open_engine, unavailable
+from alarmhub.store.recording import Handed
 from alarmhub.store.retry_keys import RetryKeys
 from alarmhub.store.routing import ROUTE_BATCH, SignalRouting
 from alarmhub.store.supervision import Supervision
 from alarmhub.store.watchdog import Watchdog
-from alarmhub.store.writer_channels import Channels, read_available, wait_readable
+from alarmhub.store.writer_channels import Channel, Channels, read_available, wait_readable
 
 log = logging.getLogger("alarmhub.writer")
 SUPERVISE_SECONDS = 1.0
@@ -126,6 +128,9 @@ class WriterLoop:
         self._next_supervision = time.monotonic()
         self._leader = bool(config.get("leader", True))  # the parent says when it changes
         self._checkpoint_due = False  # the node asked for a checkpoint of the SQLite log
+        # how deliveries ended, handed over by the delivery process to record; since when
+        self._handed: deque[Handed] = deque()
+        self._handed_since = 0.0
         # the parent's channel, and the workers' when the node has several (writer_channels)
         self._channels = channels or Channels(sock, buffer, self._leader)
 
@@ -145,6 +150,8 @@ class WriterLoop:
                 self._commit()
             if self._unrouted and self._may_route_committed():
                 self._route_committed()
+            if self._handed and self._answers_first(time.monotonic() - self._handed_since):
+                self._record_handed()
             if self._route_due and self._may_route():
                 self._route_due = self._route() == ROUTE_BATCH
                 self._last_route = time.monotonic()
@@ -200,6 +207,8 @@ class WriterLoop:
                 timeout = max(0.0, self._next_supervision - now)
             if self._unrouted:
                 timeout = min(timeout, max(0.0, self._unrouted_since + ROUTE_MIN_DELAY - now))
+            if self._handed:
+                timeout = 0.0
         self._open, messages = self._channels.read(timeout)
         for channel, message in messages:
             if not isinstance(message, dict):  # signals
@@ -207,6 +216,8 @@ class WriterLoop:
                 self._waiting.append(message)
             elif message.get(framing.CHECKPOINT):
                 self._checkpoint_due = True
+            elif framing.RECORD in message:
+                self._hand(channel, message)
             else:  # the node took or lost the lead of supervision
                 channel.leader = bool(message.get("leader"))
         self._leader = self._channels.leader
@@ -361,6 +372,41 @@ class WriterLoop:
             self._routing.frames_queued = 0
             if not self._channels.tell(framing.QUEUED_NOTICE):
                 self._open = False  # the parent is gone, as when an answer cannot be sent
+
+    def _hand(self, channel: Channel, message: dict[str, Any]) -> None:
+        """The delivery process handed over how deliveries ended (``framing.RECORD``): recorded
+        between commits (:meth:`_record_handed`); a request not understood is answered so."""
+        try:
+            handed = Handed(channel, message)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.error("recording request not understood", extra={"error": repr(exc)})
+            refused = recording.answer(message.get("id"), error=repr(exc))
+            self._channels.reply(channel, framing.encode(refused))
+            return
+        if not self._handed:
+            self._handed_since = time.monotonic()
+        self._handed.append(handed)
+
+    def _record_handed(self) -> None:
+        """Record the oldest request handed over (``store.recording``) step by step, in one
+        transaction that does not wait for the disk (a delivery sent again is the worst a lost
+        one does) and ends once a signal waits to be committed; answer what it recorded."""
+        request = self._handed[0]
+        try:
+            with self._conn.transaction(durable=False) as conn:
+                now = now_us()
+                request.step(conn, now)
+                while not request.done and not self._signals_wait():
+                    request.step(conn, now)
+        except Exception as exc:
+            log.error("recording deliveries failed", extra={"error": repr(exc)})
+            answer = request.answer(repr(exc))
+        else:
+            answer = request.answer()
+        if answer["done"]:
+            self._handed.popleft()
+        self._handed_since = time.monotonic()
+        self._channels.reply(request.origin, framing.encode(answer))
 
     def _supervise(self) -> None:
         self._next_supervision = time.monotonic() + SUPERVISE_SECONDS
