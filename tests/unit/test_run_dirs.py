@@ -1,7 +1,7 @@
 """A node's run directory (the writer's socket, the workers' metric files) left behind by a node
 killed outright is removed when the next node starts; a live node's, another process's or a
 directory of another shape are left alone, and so is one whose writer's socket is listened on
-(``alarmhub.node.workers.remove_abandoned_run_dirs``)."""
+(``alarmhub.node.run_dir.remove_abandoned_run_dirs``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from alarmhub.node.workers import RUN_DIR_PREFIX, WRITER_SOCKET, remove_abandoned_run_dirs
+from alarmhub.node.run_dir import RUN_DIR_PREFIX, WRITER_SOCKET, remove_abandoned_run_dirs
 
 
 def _dead_pid() -> int:

@@ -1,7 +1,8 @@
 """The writer's channels (store/writer_channels.py): workers connect to its Unix socket, a group
 commit holding the frames of several workers answers each worker for its own frames, the lead
-is any channel's, a worker that goes away leaves the others alone, and a notice reaches the
-node's processes that read answers."""
+is any channel's, a worker that goes away leaves the others alone, a notice reaches the node's
+processes that read answers (not the delivery process), and a reply (to the delivery process's
+request) goes to its channel alone."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def receive(sock: socket.socket) -> Any:
 def channels(tmp_path: Path) -> Iterator[tuple[Channels, socket.socket, str]]:
     parent, control = socket.socketpair()
     path = str(tmp_path / "writer.sock")
-    writer = Channels(control, bytearray(), leader=False)
+    writer = Channels(control, bytearray(), leader=False, parent_reads=False)  # of workers
     writer.listen(path)
     yield writer, parent, path
     writer.close()
@@ -149,13 +150,48 @@ def test_a_notice_goes_to_every_worker_and_not_to_a_parent_of_workers(
     second.close()
 
 
-def test_a_notice_goes_to_the_parent_when_it_is_the_node() -> None:
+def test_a_notice_goes_to_the_parent_when_it_is_the_node(tmp_path: Path) -> None:
     parent, control = socket.socketpair()
     writer = Channels(control, bytearray())
+    writer.listen(str(tmp_path / "writer.sock"))  # for the node's delivery process
+    deliveries = connect(str(tmp_path / "writer.sock"))
     try:
+        writer.read(0.5)
+        assert receive(deliveries) == {"ready": True}
         assert writer.tell(framing.QUEUED_NOTICE)
         assert receive(parent) == {framing.QUEUED: True}
+        deliveries.setblocking(False)
+        with pytest.raises(BlockingIOError):  # not for the delivery process
+            deliveries.recv(65536)
         parent.close()
         assert not writer.tell(framing.QUEUED_NOTICE), "the node is gone"
     finally:
+        deliveries.close()
+        writer.close()
         control.close()
+
+
+def test_a_reply_goes_to_its_channel_alone_and_a_gone_one_is_dropped(
+    channels: tuple[Channels, socket.socket, str],
+) -> None:
+    writer, parent, path = channels
+    first, second = connect(path), connect(path)
+    writer.read(0.5)
+    writer.read(0.1)
+    for worker in (first, second):
+        assert receive(worker) == {"ready": True}
+    first.sendall(framing.encode({framing.RECORD: "webhook", "id": 1}))
+    [(origin, message)] = writer.read(0.5)[1]
+    assert message[framing.RECORD] == "webhook"
+    writer.reply(origin, framing.encode({framing.RECORDED: 1}))
+    assert receive(first) == {framing.RECORDED: 1}
+    second.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        second.recv(65536)
+    first.close()
+    writer.read(0.5)  # its end closed: dropped
+    writer.reply(origin, framing.encode({framing.RECORDED: 2}))  # nothing to send it to
+    assert writer.tell(framing.QUEUED_NOTICE)
+    second.setblocking(True)
+    assert receive(second) == {framing.QUEUED: True}
+    second.close()

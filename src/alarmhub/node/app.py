@@ -33,6 +33,7 @@ from alarmhub import api, console, metrics, openapi, secret_key
 from alarmhub.api import problems
 from alarmhub.dc09 import server as dc09_server
 from alarmhub.dc09.accounts import AccountBook
+from alarmhub.node import run_dir
 from alarmhub.node.heartbeats import HeartbeatSupervisor
 from alarmhub.node.listener_limits import StreamBudget
 from alarmhub.outbound import delivery_process
@@ -96,7 +97,16 @@ class Runtime:
         self.engine = store_engine.open_engine(settings.database, answer_seconds=answer_seconds)
         station_key = secret_key.load(settings.data_dir)
         address = worker.writer_address if worker is not None else None
-        self.writer = SignalWriter(self.engine, settings, start_writer, address=address)
+        # a node of one process whose delivery process records through its writer (SQLite):
+        # the writer listens for it in the node's run directory
+        self._run_dir: Path | None = None
+        listen = None
+        if deliveries_apart and worker is None and self.engine.dialect.name == "sqlite":
+            self._run_dir = run_dir.make()
+            listen = str(self._run_dir / run_dir.WRITER_SOCKET)
+        self.writer = SignalWriter(
+            self.engine, settings, start_writer, address=address, listen=listen
+        )
         self.grants = GrantCache(self.engine)
         alone = self.engine.dialect.name == "sqlite" and worker is None
         self.query_auth = QueryAuth(
@@ -118,7 +128,7 @@ class Runtime:
         if worker is not None:
             pass  # one delivery process a node: its parent's
         elif deliveries_apart:
-            self.deliveries = [DeliveryProcess(settings, self.engine)]
+            self.deliveries = [DeliveryProcess(settings, self.engine, writer=listen)]
         else:
             # deliveries can be derived again from what is durable: their commits need not wait
             self._delivery_engine = store_engine.open_engine(
@@ -210,6 +220,8 @@ class Runtime:
         if self._delivery_engine is not None:
             self._delivery_engine.dispose()
         self.engine.dispose()
+        if self._run_dir is not None:
+            run_dir.remove(self._run_dir)
         metrics.flush_tallies()  # the counts of the signals answered while stopping
         log.info("node stopped")
 

@@ -3,11 +3,10 @@
 The parent binds every listener once (HTTP, ``/metrics``, DC-09 TCP and UDP) and hands the sockets
 to N workers (:mod:`alarmhub.node.worker_process`), which all accept on them: the kernel gives each
 connection, and each datagram, to one of them. In front of the node's one writer process, which
-listens for the workers on a Unix socket (mode 0600) and answers each frame on the channel it came
-on. That socket and the workers' metric files are in a directory of the node's own (mode 0700, under
-the system's temporary directory, removed at the stop): nodes that share a data directory never meet
-there. The parent also runs what a node has once: the schema upgrade, the delivery process, the
-SQLite checkpoints.
+listens for the workers (and the delivery process) on a Unix socket (mode 0600) and answers each
+frame on the channel it came on. That socket and the workers' metric files are in the node's run
+directory (:mod:`alarmhub.node.run_dir`). The parent also runs what a node has once: the schema
+upgrade, the delivery process, the SQLite checkpoints.
 
 Whichever child dies is started again: a worker (after its connections are gone; what it answered is
 committed), or the writer (every worker fails its waiting requests with STORE-1 and connects to the
@@ -24,17 +23,14 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import socket
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from alarmhub import files, metrics
 from alarmhub import settings as settings_module
-from alarmhub.node import app, spawner
+from alarmhub.node import app, run_dir, spawner
 from alarmhub.node.server import Bound
 from alarmhub.node.worker_process import READY
 from alarmhub.outbound.delivery_process import DeliveryProcess
@@ -44,10 +40,8 @@ from alarmhub.store import framing, watchdog
 from alarmhub.store.writer import writer_config
 
 log = logging.getLogger("alarmhub.node.workers")
-WRITER_SOCKET = "writer.sock"
 LEAD_LOCK = "supervision.lock"
 METRICS_DIR = "metrics"
-RUN_DIR_PREFIX = "alarmhub-node-"  # then the node's process number
 START_SECONDS = 60.0
 STOP_SECONDS = 90.0
 """A stopping worker may take its HTTP grace (30 s) and its DC-09 frames' (30 s) in turn."""
@@ -111,7 +105,8 @@ class _Writer:
         alone = settings.database.startswith("sqlite")
         # a node of its own database always leads supervision; on a shared one, as the worker
         # that holds the lead tells the writer
-        self._config = {**writer_config(settings, leader=alone), "listen": address}
+        self._config = {**writer_config(settings, leader=alone, listen=address),
+                        "parent_reads": False}  # fmt: skip
         self._stop_seconds = watchdog.stuck_seconds(settings.store_commit_timeout)
         self.process: spawner.ChildProcess | None = None
         self._sock: socket.socket | None = None
@@ -203,46 +198,6 @@ class _Worker:
             self._sock = None
 
 
-def remove_abandoned_run_dirs(parent: Path) -> int:
-    """Remove the run directories in ``parent`` that nodes killed outright (SIGKILL, a power
-    cut of a container) left behind: those of this user whose node's process is gone and whose
-    writer's socket no one listens on (a node of another process namespace sharing the
-    directory has a process number this one cannot see). How many. A directory whose process
-    number was taken by another process since is left alone."""
-    removed = 0
-    for path in parent.glob(f"{RUN_DIR_PREFIX}*-*"):
-        pid = path.name[len(RUN_DIR_PREFIX) :].split("-", 1)[0]
-        try:
-            if not pid.isdigit() or path.stat().st_uid != os.getuid() or _alive(int(pid)):
-                continue
-        except OSError:
-            continue
-        if _listened_on(path / WRITER_SOCKET):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        removed += 1
-    return removed
-
-
-def _listened_on(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        pass
-    return True
-
-
 class Node:
     """The parent of a node of several workers: its children, started, kept and stopped."""
 
@@ -250,9 +205,8 @@ class Node:
         self.settings = settings
         self.bound = bound
         # the node's own: the writer's socket and the workers' metric files (mkdtemp: 0700)
-        remove_abandoned_run_dirs(Path(tempfile.gettempdir()))
-        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
-        self.address = str(self.run_dir / WRITER_SOCKET)
+        self.run_dir = run_dir.make()
+        self.address = str(self.run_dir / run_dir.WRITER_SOCKET)
         self.metrics_dir = self.run_dir / METRICS_DIR
         self.writer = _Writer(settings, self.address)
         config = {
@@ -325,7 +279,7 @@ class Node:
         await asyncio.gather(*(worker.stop() for worker in self.workers))
         await deliveries.stop()
         await self.writer.stop()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        run_dir.remove(self.run_dir)
 
     async def _keep(self, worker: _Worker) -> None:
         """Start ``worker`` again whenever it ends."""

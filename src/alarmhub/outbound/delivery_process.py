@@ -4,7 +4,8 @@ delivery`), webhooks (:mod:`alarmhub.outbound.webhooks`) and the messages to sub
 e-mail and SMS (:mod:`alarmhub.outbound.notify`). Sending is Python work in an event loop
 (HTTP, SMTP, signatures, reading what may go), and in a process apart it never holds the node's
 interpreter lock while the node answers signals; it runs below the node's CPU priority
-(:data:`NICENESS`).
+(:data:`NICENESS`). On SQLite it hands what it sent to the node's writer to record
+(:mod:`alarmhub.outbound.writer_records`), which holds the database's one write lock anyway.
 
 The node starts it with :class:`DeliveryProcess` once the station has something to deliver (a
 webhook, a notification gateway or a message queued; a node without any runs no such process),
@@ -57,10 +58,16 @@ in a statement to a server that no longer answers). What it had not freed or rec
 node or another node frees (its claims) and sends again (at least once)."""
 RESTART_SECONDS = 1.0
 WATCH_SECONDS = 1.0
-NICENESS = 5
+NICENESS = 19
 """The process's CPU priority below the node's (``nice``): when the machine's cores are all busy
 (a storm of notifications beside a storm of signals), the signal path runs first and messages
-wait a little; on an idle machine it changes nothing."""
+wait; on an idle machine it changes nothing. The lowest when the node's writer records what it
+sent (SQLite): it then holds no lock the signal path waits for ..."""
+NICENESS_CLAIMING = 5
+"""... and above that on a shared database, where its own transactions record and claim lanes
+whose rows the writer's routing (feeding those lanes) may wait for: a holder that gets no core
+would hold the writer up (with SQLite's one write lock, before the writer recorded outcomes,
+the lowest priority made the signal path no faster: bench/README.md)."""
 _ANY_WEBHOOK = (
     select(schema.webhook.c.webhook_id).where(schema.webhook.c.removed_us.is_(None)).limit(1)
 )
@@ -91,7 +98,7 @@ def workers(
     station's ``timezone`` setting for the times of a digest); ``node``: the name they claim
     lanes under (each its own when not given); ``allow_private``: the setting
     ``webhook_allow_private``; ``recorder``: who records their outcomes (SQLite: the node's
-    writer, when it listens for its workers)."""
+    writer; None: each worker itself)."""
     key = secret_key.load(data_dir)
     running: list[DeliveryWorker[Any, Any]] = [
         WebhookWorker(engine, key, allow_private=allow_private, recorder=recorder),
@@ -115,8 +122,8 @@ class DeliveryProcess:
         writer: str | None = None,
     ) -> None:
         """``metrics_dir``: where the node's processes keep their metrics (several workers):
-        the process's counters join them; ``writer``: the address of the node's writer, which
-        records the outcomes on SQLite (several workers)."""
+        the process's counters join them; ``writer``: the address the node's writer listens at,
+        which records the outcomes on SQLite."""
         self._engine = engine
         self._config = {
             "url": settings.database,
@@ -289,14 +296,14 @@ def _configuration(sock: socket.socket) -> dict[str, Any] | None:
 
 def main() -> None:
     files.restrict_umask()
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=int(sys.argv[1]))
     config = _configuration(sock)
     if config is None:
         return
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS if config.get("writer") else NICENESS_CLAIMING)
     logs.configure(config["log_level"], config["log_format"])
     try:
         asyncio.run(_serve(sock, config))

@@ -107,11 +107,14 @@ def start_process(sock: socket.socket) -> spawner.ChildProcess:
         sock.close()
 
 
-def writer_config(settings: Settings, leader: bool) -> dict[str, Any]:
+def writer_config(settings: Settings, leader: bool, listen: str | None = None) -> dict[str, Any]:
     """The writer's configuration, its first frame (never on the command line, where other users
-    of the machine could read a password); ``leader``: whether the node leads supervision."""
+    of the machine could read a password); ``leader``: whether the node leads supervision;
+    ``listen``: the Unix socket it listens on for the node's other processes (its workers, its
+    delivery process)."""
     s = settings
     return {
+        "listen": listen,
         "url": s.database,
         "max_batch": s.max_batch,
         "idempotency_hours": s.idempotency_hours,
@@ -165,11 +168,15 @@ class SignalWriter:
         start_writer: StartWriter = start_process,
         *,
         address: str | None = None,
+        listen: str | None = None,
     ) -> None:
+        """``address``: the node's writer to connect to (a worker of a node of several), else
+        one is started, listening at ``listen`` for the node's delivery process when given."""
         self._engine = engine
         self._settings = settings
         self._start_writer = start_writer
         self._address = address
+        self._listen = listen
         self._outbox: list[tuple[list[Any], asyncio.Future[Stored]]] = []
         self._in_flight: deque[_Frame] = deque()
         self._commit_timeout = settings.store_commit_timeout
@@ -257,7 +264,7 @@ class SignalWriter:
         if self._address is None:
             ours, theirs = socket.socketpair()
             self._process = self._start_writer(theirs)
-            first = writer_config(self._settings, self._leader)
+            first = writer_config(self._settings, self._leader, self._listen)
         else:
             ours = await _connect(self._address)
             first = {"leader": self._leader}

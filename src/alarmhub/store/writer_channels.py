@@ -1,5 +1,6 @@
-"""The writer process's channels: its parent's socket and, when the node runs several worker
-processes, one socket per worker, accepted on a Unix socket of the node's.
+"""The writer process's channels: its parent's socket and one socket for each other process of
+the node that connects, accepted on a Unix socket of the node's: its workers, when it runs
+several, and its delivery process (which hands over outcomes to record, ``store.recording``).
 
 The parent's channel carries the configuration (and, with one process, every frame); its end
 closing means stop. Each frame is answered on the channel it came in on: a group commit may hold
@@ -79,8 +80,17 @@ class Channels:
     """The parent's channel, the workers' channels and the listening socket they come by;
     which channel each frame waiting for a commit came from, in order."""
 
-    def __init__(self, control: socket.socket, buffer: bytearray, leader: bool = True) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        buffer: bytearray,
+        leader: bool = True,
+        parent_reads: bool = True,
+    ) -> None:
+        """``parent_reads``: whether the parent reads the writer's notices (a node of one
+        process), or the workers that connect do (the parent of a node of several)."""
         self.control = Channel(control, buffer, leader)
+        self._parent_reads = parent_reads
         self._workers: list[Channel] = []
         self._listener: socket.socket | None = None
         self._path: Path | None = None
@@ -203,9 +213,9 @@ class Channels:
     def tell(self, frame: bytes) -> bool:
         """Send ``frame`` (a notice, such as ``framing.QUEUED_NOTICE``) to the node's processes
         that read the writer's answers: the parent's channel when the parent is the node, else
-        every worker's (a parent of workers reads nothing after the start); False when the
-        parent's channel is gone."""
-        if self._listener is None:
+        every worker's (a parent of workers reads nothing after the start; the delivery process,
+        which connects too, ignores them); False when the parent's channel is gone."""
+        if self._parent_reads:
             try:
                 self.control.sock.sendall(frame)
             except OSError:

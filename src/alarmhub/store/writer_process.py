@@ -446,6 +446,17 @@ class WriterLoop:
             log.warning("forgetting old keys failed", extra={"error": repr(exc)})
 
 
+def _channels(sock: socket.socket, buffer: bytearray, config: dict[str, Any]) -> Channels:
+    leader, parent_reads = config.get("leader", True), config.get("parent_reads", True)
+    return Channels(sock, buffer, bool(leader), bool(parent_reads))
+
+
+def _listen(channels: Channels, config: dict[str, Any]) -> None:
+    """Once the writer is ready: the node's other processes connect at ``listen``, if given."""
+    if config.get("listen"):
+        channels.listen(config["listen"])
+
+
 class WriterThread:
     """The writer loop in a thread of the node's own process, on its end of the socket pair;
     watched as a process is (``pid``, ``poll``, ``wait``): exit code 0, or 1 when it failed."""
@@ -480,9 +491,14 @@ class WriterThread:
             buffer = bytearray()
             config = _configuration(self._sock, buffer)
             if config is not None:
-                loop = WriterLoop(self._sock, config, buffer)
+                channels = _channels(self._sock, buffer, config)
+                loop = WriterLoop(self._sock, config, buffer, channels=channels)
                 loop.recall()
-                loop.run()
+                _listen(channels, config)
+                try:
+                    loop.run()
+                finally:
+                    channels.close()
             self._code = 0
         except Exception:
             log.exception("writer thread failed")
@@ -501,11 +517,10 @@ def main() -> None:
         if config is None:
             return
         logs.configure(config["log_level"], config["log_format"])
-        channels = Channels(sock, buffer, bool(config.get("leader", True)))
+        channels = _channels(sock, buffer, config)
         loop = WriterLoop(sock, config, buffer, channels=channels)
         loop.recall()
-        if config.get("listen"):  # the node's workers connect there, once it is ready
-            channels.listen(config["listen"])
+        _listen(channels, config)
         quiet_garbage_collector()
         Watchdog.over(loop._conn, config["url"], float(config["stuck_seconds"])).start()
         try:
