@@ -174,7 +174,7 @@ def test_a_notice_goes_to_the_parent_when_it_is_the_node(tmp_path: Path) -> None
 def test_a_reply_goes_to_its_channel_alone_and_a_gone_one_is_dropped(
     channels: tuple[Channels, socket.socket, str],
 ) -> None:
-    writer, parent, path = channels
+    writer, _, path = channels
     first, second = connect(path), connect(path)
     writer.read(0.5)
     writer.read(0.1)
