@@ -319,6 +319,7 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         """The only node: record what ended and settle the lanes whose chains ended, every
         RECORD_SECONDS (:meth:`_record`)."""
         loop = asyncio.get_running_loop()
+        failing = 0  # tries that failed in a row
         while True:
             await asyncio.sleep(RECORD_SECONDS)
             ended = [(i, o) for i, o in self._ended.items() if i not in self._recorded]
@@ -332,9 +333,14 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
                 else:
                     await asyncio.to_thread(self._record, ended, lane_ids, done, loop)
             except Exception as exc:
-                self.channel.log.warning(
-                    "outcomes not recorded; will retry", extra={"error": repr(exc)}
-                )
+                failing += 1  # said once, until they are recorded again (the writer restarts)
+                level = logging.WARNING if failing == 1 else logging.DEBUG
+                self.channel.log.log(level, "outcomes not recorded; will retry",
+                                     extra={"error": repr(exc)})  # fmt: skip
+            else:
+                if failing:
+                    self.channel.log.info("outcomes recorded again", extra={"tries": failing})
+                failing = 0
             self._recorded |= done.outcomes  # what committed, the rest failing or not
             self._settled |= done.lanes
             if done.lanes:  # due again: taken at once, not at the next poll
