@@ -2,8 +2,8 @@
 outbound/writer_records.py), on SQLite, where the node's writer holds the one write lock: a
 writer listening on the node's Unix socket records each outcome and settles its lane, and its
 answer names what committed; a request it cannot read is answered so, and it goes on committing
-signals; with the writer gone a request fails (``NotRecorded``), and the next one reaches the
-writer started again at the same address.
+signals; many outcomes go in several requests; with the writer gone a request fails
+(``NotRecorded``), and the next one reaches the writer started again at the same address.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -22,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from alarmhub.core import events as kinds
 from alarmhub.core import webhooks as rules
 from alarmhub.core.signal import Signal, SignalFields
+from alarmhub.outbound import writer_records
 from alarmhub.outbound.delivery import Recorded
 from alarmhub.outbound.writer_records import NotRecorded, WriterRecords
 from alarmhub.settings import load
@@ -135,3 +137,39 @@ def test_with_the_writer_gone_a_request_fails_and_the_next_reaches_its_successor
         assert "closed" in gone or "not reachable" in gone, gone
         assert done.outcomes == {second.delivery_id} and done.lanes == {lane_id}
         assert states(engine) == [(rules.DELIVERED, 1), (rules.DELIVERED, 1)]
+
+
+def test_many_outcomes_go_in_several_requests_each_recorded_once(
+    tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_records, "REQUEST_OUTCOMES", 2)
+    requests: list[tuple[int, int]] = []  # (outcomes, lanes) of each request sent
+    request = WriterRecords._request
+
+    async def counted(self: WriterRecords, channel: str, ended: Any, lane_ids: Any,
+                      done: Recorded) -> None:  # fmt: skip
+        requests.append((len(ended), len(lane_ids)))
+        await request(self, channel, ended, lane_ids, done)
+
+    monkeypatch.setattr(WriterRecords, "_request", counted)
+    with station(tmp_path, {ACCOUNT: "Acme Widgets"}) as engine:
+        chain, lane_id = deliveries(engine, 5)
+        settings = load(tmp_path, database_url=engine.url.render_as_string(hide_password=False))
+
+        async def scenario() -> Recorded:
+            writer = SignalWriter(engine, settings, WriterThread.start, listen=address)
+            await writer.start()
+            records = WriterRecords(address, 10.0)
+            done = Recorded()
+            try:
+                await records.record(store.CHANNEL, [sent(item) for item in chain], [lane_id], done)
+            finally:
+                await records.close()
+                await writer.stop()
+            return done
+
+        done = asyncio.run(scenario())
+        assert done.outcomes == {item.delivery_id for item in chain}
+        assert done.lanes == {lane_id}
+        assert states(engine) == [(rules.DELIVERED, 1)] * 5
+        assert requests == [(2, 0), (2, 0), (1, 0), (0, 1)]

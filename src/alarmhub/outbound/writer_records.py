@@ -22,6 +22,8 @@ from alarmhub.store import framing
 
 log = logging.getLogger("alarmhub.delivery")
 CONNECT_SECONDS = 5.0
+REQUEST_OUTCOMES = 64
+REQUEST_LANES = 256
 
 
 class NotRecorded(Exception):
@@ -50,8 +52,22 @@ class WriterRecords:
         done: Recorded,
     ) -> None:
         """Have the writer record ``ended`` (delivery id and outcome) of ``channel``, then
-        settle ``lane_ids``; what each of its transactions committed is added to ``done`` as
-        it is answered (:class:`NotRecorded` for the rest)."""
+        settle ``lane_ids``, in requests of REQUEST_OUTCOMES and REQUEST_LANES at most (a
+        digest's outcome carries the texts of the messages it sent); what each of the writer's
+        transactions committed is added to ``done`` as it is answered (:class:`NotRecorded`
+        for the rest)."""
+        for start in range(0, len(ended), REQUEST_OUTCOMES):
+            await self._request(channel, ended[start : start + REQUEST_OUTCOMES], (), done)
+        for start in range(0, len(lane_ids), REQUEST_LANES):
+            await self._request(channel, (), lane_ids[start : start + REQUEST_LANES], done)
+
+    async def _request(
+        self,
+        channel: str,
+        ended: Sequence[tuple[int, Any]],
+        lane_ids: Sequence[int],
+        done: Recorded,
+    ) -> None:
         writer = await self._connected()
         request_id = next(self._ids)
         answers: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
