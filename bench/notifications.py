@@ -149,18 +149,27 @@ class Probe:
         self._thread.join(10)
 
 
-def queued(data_dir: Path) -> int:
-    """The messages still queued, read from the station's database file, as a read beside the
-    node (a command's process, as ``notify log``, would take the machine's CPU for a third of a
-    second each time, and only in the storm rounds)."""
+def read(data_dir: Path, query: str) -> list[sqlite3.Row]:
+    """Rows read from the station's database file beside the node (a command's process, as
+    ``notify log``, would take the machine's CPU for a third of a second each time, and shows
+    10,000 messages at most)."""
     uri = f"file:{data_dir / 'alarmhub.db'}?mode=ro"
     with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
-        (count,) = db.execute("SELECT count(*) FROM notification WHERE state = 'queued'").fetchone()
-    return int(count)
+        db.row_factory = sqlite3.Row
+        return db.execute(query).fetchall()
+
+
+def queued(data_dir: Path) -> int:
+    """The messages still queued."""
+    return int(read(data_dir, "SELECT count(*) FROM notification WHERE state = 'queued'")[0][0])
 
 
 def log(data_dir: Path) -> list[dict[str, object]]:
-    return json.loads(alarmhub(data_dir, "notify", "log", "--limit", "10000", "--json"))  # type: ignore[no-any-return]
+    """Every message (what ``notify log`` names ``id``, ``kind``, ``state``, ``to`` and
+    ``queued_us``)."""
+    rows = read(data_dir, "SELECT notification_id AS id, kind, state, recipient AS 'to',"
+                          " queued_us FROM notification")  # fmt: skip
+    return [dict(row) for row in rows]
 
 
 def arrivals(smtp: SmtpServer) -> dict[str, list[tuple[float, str]]]:
