@@ -9,9 +9,10 @@ signals; many outcomes go in several requests; with the writer gone a request fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,27 +80,37 @@ def address() -> Iterator[str]:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+@contextlib.asynccontextmanager
+async def writer_beside(
+    engine: Engine, tmp_path: Path, address: str
+) -> AsyncIterator[SignalWriter]:
+    """A node's writer (a thread) on ``engine``'s database, listening at ``address``."""
+    url = engine.url.render_as_string(hide_password=False)
+    writer = SignalWriter(engine, load(tmp_path, database_url=url), WriterThread.start,
+                          listen=address)  # fmt: skip
+    await writer.start()
+    try:
+        yield writer
+    finally:
+        await writer.stop()
+
+
 def test_the_writer_records_what_it_is_handed_and_names_what_committed(
     tmp_path: Path, address: str
 ) -> None:
     with station(tmp_path, {ACCOUNT: "Acme Widgets"}) as engine:
         (first, second), lane_id = deliveries(engine, 2)
-        settings = load(tmp_path, database_url=engine.url.render_as_string(hide_password=False))
 
         async def scenario() -> tuple[Recorded, str]:
-            writer = SignalWriter(engine, settings, WriterThread.start, listen=address)
-            await writer.start()
             records = WriterRecords(address, 10.0)
-            try:
+            async with writer_beside(engine, tmp_path, address) as writer:
                 done = Recorded()
                 await records.record(store.CHANNEL, [sent(first)], [lane_id], done)
                 with pytest.raises(NotRecorded) as refused:
                     await records.record("pigeon post", [sent(second)], [], Recorded())
                 await writer.submit(signal("001"))  # the writer goes on
-                return done, str(refused.value)
-            finally:
                 await records.close()
-                await writer.stop()
+            return done, str(refused.value)
 
         done, refused = asyncio.run(scenario())
         assert done.outcomes == {first.delivery_id} and done.lanes == {lane_id}
@@ -113,24 +124,18 @@ def test_with_the_writer_gone_a_request_fails_and_the_next_reaches_its_successor
 ) -> None:
     with station(tmp_path, {ACCOUNT: "Acme Widgets"}) as engine:
         (first, second), lane_id = deliveries(engine, 2)
-        settings = load(tmp_path, database_url=engine.url.render_as_string(hide_password=False))
 
         async def scenario() -> tuple[str, Recorded]:
             records = WriterRecords(address, 10.0)
-            writer = SignalWriter(engine, settings, WriterThread.start, listen=address)
-            await writer.start()
-            await records.record(store.CHANNEL, [sent(first)], [], Recorded())
-            await writer.stop()  # its loop ends, its socket with it
+            async with writer_beside(engine, tmp_path, address):
+                await records.record(store.CHANNEL, [sent(first)], [], Recorded())
+            # its loop ended, its socket with it
             with pytest.raises(NotRecorded) as gone:
                 await records.record(store.CHANNEL, [sent(second)], [lane_id], Recorded())
-            again = SignalWriter(engine, settings, WriterThread.start, listen=address)
-            await again.start()
             done = Recorded()
-            try:
+            async with writer_beside(engine, tmp_path, address):  # started again
                 await records.record(store.CHANNEL, [sent(second)], [lane_id], done)
-            finally:
                 await records.close()
-                await again.stop()
             return str(gone.value), done
 
         gone, done = asyncio.run(scenario())
@@ -154,18 +159,13 @@ def test_many_outcomes_go_in_several_requests_each_recorded_once(
     monkeypatch.setattr(WriterRecords, "_request", counted)
     with station(tmp_path, {ACCOUNT: "Acme Widgets"}) as engine:
         chain, lane_id = deliveries(engine, 5)
-        settings = load(tmp_path, database_url=engine.url.render_as_string(hide_password=False))
 
         async def scenario() -> Recorded:
-            writer = SignalWriter(engine, settings, WriterThread.start, listen=address)
-            await writer.start()
             records = WriterRecords(address, 10.0)
             done = Recorded()
-            try:
+            async with writer_beside(engine, tmp_path, address):
                 await records.record(store.CHANNEL, [sent(item) for item in chain], [lane_id], done)
-            finally:
                 await records.close()
-                await writer.stop()
             return done
 
         done = asyncio.run(scenario())

@@ -40,6 +40,16 @@ def channels(tmp_path: Path) -> Iterator[tuple[Channels, socket.socket, str]]:
     control.close()
 
 
+def two_workers(writer: Channels, path: str) -> tuple[socket.socket, socket.socket]:
+    """Two workers connected to ``writer`` at ``path``, accepted and greeted."""
+    first, second = connect(path), connect(path)
+    writer.read(0.5)  # accepts them both
+    writer.read(0.1)
+    for worker in (first, second):
+        assert receive(worker) == {"ready": True}
+    return first, second
+
+
 def connect(path: str) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
@@ -65,11 +75,7 @@ def test_each_worker_is_answered_for_its_own_frames(
     channels: tuple[Channels, socket.socket, str],
 ) -> None:
     writer, _, path = channels
-    first, second = connect(path), connect(path)
-    writer.read(0.5)  # accepts them both
-    writer.read(0.1)
-    for worker in (first, second):
-        assert receive(worker) == {"ready": True}
+    first, second = two_workers(writer, path)
     first.sendall(framing.encode(["a1", "a2"]))
     read_frames(writer, 1)
     second.sendall(framing.encode(["b1"]))
@@ -110,11 +116,7 @@ def test_a_gone_worker_leaves_the_others_answered(
     channels: tuple[Channels, socket.socket, str],
 ) -> None:
     writer, parent, path = channels
-    gone, staying = connect(path), connect(path)
-    writer.read(0.5)
-    writer.read(0.1)
-    for worker in (gone, staying):
-        assert receive(worker) == {"ready": True}
+    gone, staying = two_workers(writer, path)
     gone.sendall(framing.encode(["g1"]))
     read_frames(writer, 1)
     staying.sendall(framing.encode(["s1"]))
@@ -135,11 +137,7 @@ def test_a_notice_goes_to_every_worker_and_not_to_a_parent_of_workers(
     channels: tuple[Channels, socket.socket, str],
 ) -> None:
     writer, parent, path = channels
-    first, second = connect(path), connect(path)
-    writer.read(0.5)
-    writer.read(0.1)
-    for worker in (first, second):
-        assert receive(worker) == {"ready": True}
+    first, second = two_workers(writer, path)
     assert writer.tell(framing.QUEUED_NOTICE)
     for worker in (first, second):
         assert receive(worker) == {framing.QUEUED: True}
@@ -175,11 +173,7 @@ def test_a_reply_goes_to_its_channel_alone_and_a_gone_one_is_dropped(
     channels: tuple[Channels, socket.socket, str],
 ) -> None:
     writer, _, path = channels
-    first, second = connect(path), connect(path)
-    writer.read(0.5)
-    writer.read(0.1)
-    for worker in (first, second):
-        assert receive(worker) == {"ready": True}
+    first, second = two_workers(writer, path)
     first.sendall(framing.encode({framing.RECORD: "webhook", "id": 1}))
     [(origin, message)] = writer.read(0.5)[1]
     assert message[framing.RECORD] == "webhook"
