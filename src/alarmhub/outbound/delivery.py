@@ -17,9 +17,11 @@ store's work runs in a thread, never while an attempt is out.
 On SQLite this node is the only one delivering: taking deliveries is a read, what is in flight
 or ended is held in memory, and outcomes are recorded (and lanes settled) every
 :data:`RECORD_SECONDS`, so sending never waits for the database's write lock, which the signal
-writer holds most; and in transactions a few milliseconds short, between which a signal's
-commit takes the lock, while the event loop steps aside (:mod:`alarmhub.outbound.loop_aside`)
-so that the lock is never held while a transaction waits for the interpreter. On a database
+writer holds most. A node's delivery process hands them to that writer (a :class:`Recorder`),
+which records them between its commits; a worker without one (in the node's own process)
+records them in transactions a few milliseconds short, between which a signal's commit takes
+the lock, while the event loop steps aside (:mod:`alarmhub.outbound.loop_aside`) so that the
+lock is never held while a transaction waits for the interpreter. On a database
 shared by several nodes each turn records what ended, settles lanes and claims the lanes it
 takes (a lease) in one short transaction, so each delivery is sent by one node.
 """

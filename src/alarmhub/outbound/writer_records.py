@@ -24,6 +24,8 @@ log = logging.getLogger("alarmhub.delivery")
 CONNECT_SECONDS = 5.0
 REQUEST_OUTCOMES = 64
 REQUEST_LANES = 256
+Answers = asyncio.Queue[dict[str, Any] | None]
+"""A request's answers, as they arrive (None: its connection closed)."""
 
 
 class NotRecorded(Exception):
@@ -40,7 +42,8 @@ class WriterRecords:
         self._answer_seconds = answer_seconds
         self._writer: asyncio.StreamWriter | None = None
         self._reading: asyncio.Task[None] | None = None
-        self._answers: dict[int, asyncio.Queue[dict[str, Any] | None]] = {}
+        # each request waiting: the connection it went on, and where its answers arrive
+        self._answers: dict[int, tuple[asyncio.StreamWriter, Answers]] = {}
         self._ids = itertools.count(1)
         self._connecting = asyncio.Lock()
 
@@ -70,8 +73,8 @@ class WriterRecords:
     ) -> None:
         writer = await self._connected()
         request_id = next(self._ids)
-        answers: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._answers[request_id] = answers
+        answers: Answers = asyncio.Queue()
+        self._answers[request_id] = (writer, answers)
         try:
             writer.write(framing.encode({framing.RECORD: channel, "id": request_id,
                                          "ended": ended, "lanes": lane_ids}))  # fmt: skip
@@ -105,27 +108,29 @@ class WriterRecords:
                     writer.close()
                     raise NotRecorded("the writer did not greet")
                 self._writer = writer
-                self._reading = asyncio.create_task(self._read(reader), name="writer answers")
+                reading = self._read(reader, writer)
+                self._reading = asyncio.create_task(reading, name="writer answers")
                 log.debug("connected to the writer", extra={"address": self._address})
             return self._writer
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Hand each answer to its request (other frames, notices for the node's senders, are
-        not for this process); at the end, tell every request waiting that the channel closed."""
+        not for this process); at the end, tell every request waiting on this connection that
+        it closed."""
         try:
             while True:
                 message = await _frame(reader)
                 if isinstance(message, dict) and framing.RECORDED in message:
-                    answers = self._answers.get(message[framing.RECORDED])
+                    _, answers = self._answers.get(message[framing.RECORDED], (None, None))
                     if answers is not None:
                         answers.put_nowait(message)
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
-            if self._writer is not None:
-                self._writer.close()
-            for answers in self._answers.values():
-                answers.put_nowait(None)
+            writer.close()
+            for sent_on, answers in self._answers.values():
+                if sent_on is writer:
+                    answers.put_nowait(None)
 
     async def close(self) -> None:
         if self._reading is not None:
