@@ -22,7 +22,7 @@ from alarmhub.store import framing
 
 log = logging.getLogger("alarmhub.delivery")
 CONNECT_SECONDS = 5.0
-REQUEST_OUTCOMES = 64
+REQUEST_OUTCOMES = 16
 REQUEST_LANES = 256
 Answers = asyncio.Queue[dict[str, Any] | None]
 """A request's answers, as they arrive (None: its connection closed)."""

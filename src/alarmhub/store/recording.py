@@ -55,7 +55,10 @@ class Handed:
         self.origin = origin  # the channel it came on, answered there
         self.request_id = int(message["id"])
         self._store = STORES[str(message[framing.RECORD])]
-        self._ended = [(int(i), self._store.decode(o)) for i, o in message["ended"]]
+        # outcomes decoded a step at a time (a digest's carries its messages' texts)
+        self._ended: list[tuple[int, dict[str, Any]]] = [
+            (int(i), dict(o)) for i, o in message["ended"]
+        ]
         self._lanes = [int(lane) for lane in message["lanes"]]
         self._recorded: list[int] = []
         self._settled: set[int] = set()
@@ -68,7 +71,7 @@ class Handed:
         """Record the next few outcomes, or once they are all, settle the next few lanes."""
         if self._ended:
             group, self._ended = self._ended[:RECORD_STEP], self._ended[RECORD_STEP:]
-            self._store.record(conn, [outcome for _, outcome in group], now_us)
+            self._store.record(conn, [self._store.decode(fields) for _, fields in group], now_us)
             self._recorded += [delivery_id for delivery_id, _ in group]
         else:
             group_ids, self._lanes = self._lanes[:SETTLE_STEP], self._lanes[SETTLE_STEP:]
