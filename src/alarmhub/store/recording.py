@@ -4,11 +4,11 @@ delivery process (:mod:`alarmhub.outbound.writer_records`, frames ``framing.RECO
 
 SQLite has one write lock. The delivery process recording in transactions of its own held it
 while its thread waited for a core or for the interpreter, and a signal's commit waited behind
-it (bench/README.md). The writer holds the lock anyway: it records between its commits, a few
-outcomes (RECORD_STEP), then a few lanes (SETTLE_STEP), at a time, and ends its transaction
-once a signal waits to be committed, as its routing does; each transaction's part of a request
-is answered once committed (``framing.RECORDED``), so the delivery process knows what is
-recorded whatever happens next. Recording again what was recorded (an answer lost when the
+it (bench/README.md). The writer holds the lock anyway: it records between its commits, an
+outcome (RECORD_STEP, decoded then), then a few lanes (SETTLE_STEP), at a time, and ends its
+transaction once a signal waits to be committed, as its routing does; each transaction's part
+of a request is answered once committed (``framing.RECORDED``), so the delivery process knows
+what is recorded whatever happens next. Recording again what was recorded (an answer lost when the
 writer died) changes nothing.
 """
 
