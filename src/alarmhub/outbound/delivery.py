@@ -49,7 +49,6 @@ from alarmhub.core import delivery, units
 from alarmhub.outbound.loop_aside import LoopAside
 from alarmhub.store import lanes
 from alarmhub.store.engine import read_in_thread, write_transaction
-from alarmhub.store.recording import RECORD_STEP, SETTLE_STEP
 
 POLL_SECONDS = 0.05
 TURN_SECONDS = 0.02
@@ -57,9 +56,12 @@ TURN_SECONDS = 0.02
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2
 """The only node (SQLite): outcomes are recorded this often: by the node's writer, handed over
-(a :class:`Recorder`), or else in this process, ``store.recording.RECORD_STEP`` outcomes at a
-time, then the lanes, ``SETTLE_STEP`` at a time, in transactions that take more steps until
-they have held the database's write lock HOLD_SECONDS ..."""
+(a :class:`Recorder`, with steps of its own: ``store.recording``), or else by this worker ..."""
+RECORD_STEP = 8
+SETTLE_STEP = 16
+"""... RECORD_STEP outcomes at a time (a digest's carries every message it sent), then the
+lanes, SETTLE_STEP at a time, in transactions that take more steps until they have held the
+database's write lock HOLD_SECONDS ..."""
 HOLD_SECONDS = 0.004
 PAUSE_SECONDS = 0.003
 """... and PAUSE_SECONDS apart: a signal's commit, waiting, takes the lock between them (the

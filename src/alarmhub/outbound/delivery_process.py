@@ -243,8 +243,9 @@ class DeliveryProcess:
 
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
-    # deliveries can be derived again; a statement on a silent connection fails (answering)
-    # its short recording transactions wait for the write lock as the writer does (spin)
+    # deliveries can be derived again; a statement on a silent connection fails (answering);
+    # on SQLite the writer records for it (``writer``), and what it writes itself (what ended,
+    # as it stops) waits for the write lock as the writer does (spin)
     engine = open_engine(
         config["url"], synchronous=False, answer_seconds=config["answer_seconds"], spin=True
     )
