@@ -1,12 +1,15 @@
-"""The one delivery worker (:mod:`alarmhub.outbound.delivery`) on SQLite and PostgreSQL, with a
-channel whose sends answer as a script says (the webhooks' store underneath): a permanent
-failure ends its delivery at once and the lane goes on; a failure to retry holds back the rest
-of its lane, in order, until its retry goes; other lanes are not held."""
+"""The one delivery worker (:mod:`alarmhub.outbound.delivery`) on SQLite (its outcomes recorded by
+a node's writer beside it) and PostgreSQL, with a channel whose sends answer as a script says
+(the webhooks' store underneath): a permanent failure ends its delivery at once and the lane
+goes on; a failure to retry holds back the rest of its lane, in order, until its retry goes;
+other lanes are not held. A recording that fails is handed over again, and nothing is sent or
+recorded twice."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,14 +20,15 @@ from sqlalchemy.engine import Connection, Engine
 from alarmhub.clock import now_us
 from alarmhub.core import delivery
 from alarmhub.core import events as kinds
-from alarmhub.outbound import delivery as delivery_worker
 from alarmhub.outbound.delivery import DeliveryWorker
 from alarmhub.outbound.webhooks import WebhookChannel
-from alarmhub.store import events
+from alarmhub.outbound.writer_records import WriterRecords
+from alarmhub.store import events, recording
 from alarmhub.store import schema as s
 from alarmhub.store import webhooks as store
 from alarmhub.store.engine import write_transaction
 from tests.support.store_station import act, station
+from tests.support.writer_beside import writer_address, writer_beside
 
 pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
@@ -88,8 +92,25 @@ async def until(engine: Engine, holds: Callable[[States], bool], what: str) -> S
         await asyncio.sleep(0.05)
 
 
+@contextlib.asynccontextmanager
+async def delivering(engine: Engine, channel: Scripted, tmp_path: Path) -> AsyncIterator[None]:
+    """A worker delivering ``channel``'s deliveries; on SQLite with the node's writer beside it,
+    which records their outcomes."""
+    async with contextlib.AsyncExitStack() as stack:
+        recorder = None
+        if engine.dialect.name == "sqlite":
+            address = stack.enter_context(writer_address())
+            await stack.enter_async_context(writer_beside(engine, tmp_path, address))
+            recorder = WriterRecords(address, 10.0)
+            stack.push_async_callback(recorder.close)
+        worker = DeliveryWorker(engine, channel, poll_seconds=0.05, recorder=recorder)
+        await worker.start()
+        stack.push_async_callback(worker.stop)
+        yield
+
+
 def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
-    engine: Engine,
+    engine: Engine, tmp_path: Path
 ) -> None:
     with write_transaction(engine) as conn:
         store.add(conn, KEY, "http://127.0.0.1:9/hook", [kinds.ALARM_RAISED], "", now_us())
@@ -103,9 +124,7 @@ def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
     )
 
     async def run() -> None:
-        worker = DeliveryWorker(engine, channel, poll_seconds=0.05)
-        await worker.start()
-        try:
+        async with delivering(engine, channel, tmp_path):
             held = await until(
                 engine,
                 lambda f: f[shop_second][0] == "delivered" and f[bank_first][1] == 1,
@@ -119,8 +138,6 @@ def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
                 lambda f: f[bank_second][0] == "delivered",
                 "the bank's retry, then its second delivery",
             )
-        finally:
-            await worker.stop()
 
     asyncio.run(asyncio.wait_for(run(), RUN_SECONDS))
     assert [e for e in channel.sent if e in (bank_first, bank_second)] == [
@@ -134,54 +151,51 @@ def test_permanent_failures_end_at_once_and_retries_hold_their_lane_in_order(
     assert final[shop_second][:2] == ("delivered", 1)
 
 
-class FailingOnce(Scripted):
-    """A channel whose recording fails once, at its ``fail_at``-th transaction's step."""
+class FailingOnce:
+    """The webhooks' recording as the writer does it, failing once, at its ``fail_at``-th
+    step; the deliveries of the steps that did not fail."""
 
     def __init__(self, fail_at: int) -> None:
-        super().__init__({})
         self.fail_at = fail_at
-        self.records = 0  # steps of recording attempted
-        self.recorded: list[int] = []  # delivery ids, by the steps that did not fail
+        self.steps = 0
+        self.recorded: list[int] = []
 
-    def record(self, conn: Connection, outcomes: Sequence[store.Outcome], now: int) -> None:
-        if not outcomes:  # the stop's, with nothing left
-            return
-        self.records += 1
-        if self.records == self.fail_at:
+    def __call__(self, conn: Connection, outcomes: Sequence[store.Outcome], now: int) -> None:
+        self.steps += 1
+        if self.steps == self.fail_at:
             raise RuntimeError("the disk said no")
-        super().record(conn, outcomes, now)
+        store.record(conn, outcomes, now)
         self.recorded += [o.delivery_id for o in outcomes]
 
 
 @pytest.mark.backends("sqlite")
-def test_outcomes_are_recorded_in_short_transactions_each_once_a_failed_one_again(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+def test_a_recording_that_fails_is_handed_over_again_and_nothing_is_sent_twice(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The only node records a turn's outcomes a step a transaction here (none may hold the
-    write lock long); one that fails is recorded at the next turn, those committed before it
-    are not again, and every delivery is sent once."""
-    monkeypatch.setattr(delivery_worker, "RECORD_STEP", 1)
-    monkeypatch.setattr(delivery_worker, "HOLD_SECONDS", 0.0)
+    """The writer's recording fails once: what that transaction held is rolled back and handed
+    over again at the next turn, what committed before is not, and every delivery is sent
+    once and recorded as delivered."""
+    failing = FailingOnce(fail_at=3)
+    webhooks_store = recording.STORES[store.CHANNEL]
+    monkeypatch.setitem(
+        recording.STORES,
+        store.CHANNEL,
+        recording.Store(webhooks_store.decode, failing, webhooks_store.settle),
+    )
     with write_transaction(engine) as conn:
         store.add(conn, KEY, "http://127.0.0.1:9/hook", [kinds.ALARM_RAISED], "", now_us())
     published = [publish(engine, account) for _ in range(6) for account in (SHOP, BANK)]
-    channel = FailingOnce(fail_at=3)
+    channel = Scripted({})
 
     async def run() -> None:
-        worker = DeliveryWorker(engine, channel, poll_seconds=0.05)
-        await worker.start()
-        try:
+        async with delivering(engine, channel, tmp_path):
             await until(
                 engine,
                 lambda f: all(f[e][0] == "delivered" for e in published),
                 "every delivery recorded as delivered",
             )
-        finally:
-            await worker.stop()
 
     asyncio.run(asyncio.wait_for(run(), RUN_SECONDS))
     assert sorted(channel.sent) == sorted(published)  # each sent once
-    assert channel.records == len(published) + 1  # a step a transaction, the failed one again
-    assert sorted(channel.recorded) == sorted(set(channel.recorded))  # none recorded twice
-    assert len(channel.recorded) == len(published)
+    assert failing.steps > len(published)  # the failed step, and what it rolled back, again
     assert {states(engine)[e][:2] for e in published} == {("delivered", 1)}

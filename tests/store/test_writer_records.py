@@ -9,10 +9,7 @@ signals; many outcomes go in several requests; with the writer gone a request fa
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +24,12 @@ from alarmhub.core.signal import Signal, SignalFields
 from alarmhub.outbound import writer_records
 from alarmhub.outbound.delivery import Recorded
 from alarmhub.outbound.writer_records import NotRecorded, WriterRecords
-from alarmhub.settings import load
 from alarmhub.store import events
 from alarmhub.store import schema as s
 from alarmhub.store import webhooks as store
 from alarmhub.store.engine import write_transaction
-from alarmhub.store.writer import SignalWriter
-from alarmhub.store.writer_process import WriterThread
 from tests.support.store_station import DNIS, T0, act, station
+from tests.support.writer_beside import writer_address, writer_beside
 
 pytestmark = pytest.mark.backends("sqlite")
 
@@ -75,24 +70,8 @@ def signal(zone: str) -> Signal:
 
 @pytest.fixture
 def address() -> Iterator[str]:
-    run_dir = tempfile.mkdtemp(prefix="ah-")  # a Unix socket's path is short
-    yield str(Path(run_dir) / "writer.sock")
-    shutil.rmtree(run_dir, ignore_errors=True)
-
-
-@contextlib.asynccontextmanager
-async def writer_beside(
-    engine: Engine, tmp_path: Path, address: str
-) -> AsyncIterator[SignalWriter]:
-    """A node's writer (a thread) on ``engine``'s database, listening at ``address``."""
-    url = engine.url.render_as_string(hide_password=False)
-    writer = SignalWriter(engine, load(tmp_path, database_url=url), WriterThread.start,
-                          listen=address)  # fmt: skip
-    await writer.start()
-    try:
-        yield writer
-    finally:
-        await writer.stop()
+    with writer_address() as path:
+        yield path
 
 
 def test_the_writer_records_what_it_is_handed_and_names_what_committed(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from sqlalchemy import Connection
 from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import api_keys
 from alarmhub.store import events as outbox
+from alarmhub.wake import woken
 
 log = logging.getLogger("alarmhub.api")
 T = TypeVar("T")
@@ -146,6 +146,5 @@ class OutboxHub:
 
 async def wait(follower: Follower, seconds: float) -> None:
     """Until ``follower`` is woken, or ``seconds`` passed."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(follower.wake.wait(), seconds)
+    await woken(follower.wake, seconds)
     follower.wake.clear()

@@ -24,6 +24,7 @@ from alarmhub.node.listener_limits import STREAM_CHECK_SECONDS
 from alarmhub.store import on_test, queries, statistics, storm
 from alarmhub.store.engine import libpq_conninfo
 from alarmhub.store.provisioning import notify_channel
+from alarmhub.wake import woken
 
 log = logging.getLogger("alarmhub.console")
 POLL_SECONDS = 0.2
@@ -127,8 +128,7 @@ class LiveFeed:
     async def _next_look(self) -> None:
         """Wait for the next look at the revision: a notification, or the poll interval."""
         poll = LISTENING_POLL_SECONDS if self.listening else self.poll_seconds
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), poll)
+        await woken(self._changed, poll)
         self._changed.clear()
 
     async def _listen(self) -> None:
@@ -308,8 +308,7 @@ class EventStream(Response):
         while True:
             now = time.monotonic()
             due = min(sent + self._keepalive, checked + STREAM_CHECK_SECONDS) - now
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(subscriber.wake.wait(), max(due, 0.0))
+            await woken(subscriber.wake, max(due, 0.0))
             if subscriber.gone or self._feed.closed:
                 return
             now = time.monotonic()

@@ -40,6 +40,7 @@ from alarmhub.outbound import delivery_process
 from alarmhub.outbound.automation_outputs import AutomationOutputs
 from alarmhub.outbound.delivery import DeliveryWorker
 from alarmhub.outbound.delivery_process import DeliveryProcess
+from alarmhub.outbound.writer_records import WriterRecords
 from alarmhub.receivers.links import LinkSupervisor
 from alarmhub.rx import routes as rx_routes
 from alarmhub.rx.auth import GrantCache
@@ -97,11 +98,11 @@ class Runtime:
         self.engine = store_engine.open_engine(settings.database, answer_seconds=answer_seconds)
         station_key = secret_key.load(settings.data_dir)
         address = worker.writer_address if worker is not None else None
-        # a node of one process whose delivery process records through its writer (SQLite):
-        # the writer listens for it in the node's run directory
+        # a node of one process on SQLite: its delivery workers (a process of their own or
+        # in this one) record through its writer, which listens in the node's run directory
         self._run_dir: Path | None = None
         listen = None
-        if deliveries_apart and worker is None and self.engine.dialect.name == "sqlite":
+        if worker is None and self.engine.dialect.name == "sqlite":
             self._run_dir = run_dir.make()
             listen = str(self._run_dir / run_dir.WRITER_SOCKET)
         self.writer = SignalWriter(
@@ -124,6 +125,7 @@ class Runtime:
         )
         self.live_feed = console.LiveFeed(self.engine)
         self._delivery_engine = None
+        self._recorder: WriterRecords | None = None  # for the workers in this process
         self.deliveries: list[DeliveryProcess | DeliveryWorker[Any, Any]] = []
         if worker is not None:
             pass  # one delivery process a node: its parent's
@@ -134,10 +136,13 @@ class Runtime:
             self._delivery_engine = store_engine.open_engine(
                 settings.database, synchronous=False, answer_seconds=answer_seconds
             )
+            if listen is not None:
+                self._recorder = WriterRecords(listen, answer_seconds)
             self.deliveries = [
                 *delivery_process.workers(self._delivery_engine, settings.data_dir,
                                           settings.timezone,
-                                          allow_private=settings.webhook_allow_private)
+                                          allow_private=settings.webhook_allow_private,
+                                          recorder=self._recorder)
             ]  # fmt: skip
         self.dc09: dc09_server.Receiver | None = None
         if dc09_sockets:
@@ -210,6 +215,8 @@ class Runtime:
         await self.live_feed.stop()
         for deliveries in self.deliveries:
             await deliveries.stop()
+        if self._recorder is not None:
+            await self._recorder.close()
         for task in self._tasks:
             task.cancel()
         await self.grants.stop()

@@ -15,29 +15,24 @@ given :attr:`Channel.attempt_seconds`. It runs in an event loop off the signal p
 store's work runs in a thread, never while an attempt is out.
 
 On SQLite this node is the only one delivering: taking deliveries is a read, what is in flight
-or ended is held in memory, and outcomes are recorded (and lanes settled) every
-:data:`RECORD_SECONDS`, so sending never waits for the database's write lock, which the signal
-writer holds most. A node's delivery process hands them to that writer (a :class:`Recorder`),
-which records them between its commits; a worker without one (in the node's own process)
-records them in transactions a few milliseconds short, between which a signal's commit takes
-the lock, while the event loop steps aside (:mod:`alarmhub.outbound.loop_aside`) so that the
-lock is never held while a transaction waits for the interpreter. On a database
-shared by several nodes each turn records what ended, settles lanes and claims the lanes it
-takes (a lease) in one short transaction, so each delivery is sent by one node.
+or ended is held in memory, and every :data:`RECORD_SECONDS` the outcomes (and the lanes to
+settle) are handed to the node's signal writer (a :class:`Recorder`), which holds the database's
+one write lock anyway and records them between its commits: sending never waits for that lock,
+and no signal's commit waits behind a recording. On a database shared by several nodes each
+turn records what ended, settles lanes and claims the lanes it takes (a lease) in one short
+transaction, so each delivery is sent by one node.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
 import secrets
 import socket
-import time
 from collections import Counter
-from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -46,29 +41,17 @@ from sqlalchemy.engine import Engine
 
 from alarmhub.clock import now_us
 from alarmhub.core import delivery, units
-from alarmhub.outbound.loop_aside import LoopAside
 from alarmhub.store import lanes
 from alarmhub.store.engine import read_in_thread, write_transaction
+from alarmhub.wake import woken
 
 POLL_SECONDS = 0.05
 TURN_SECONDS = 0.02
 """Turns start at least this far apart (a chain's end wakes the worker at once, but a busy
 worker reads the store at most this often)."""
 RECORD_SECONDS = 0.2
-"""The only node (SQLite): outcomes are recorded this often: by the node's writer, handed over
-(a :class:`Recorder`, with steps of its own: ``store.recording``), or else by this worker ..."""
-RECORD_STEP = 8
-SETTLE_STEP = 16
-"""... RECORD_STEP outcomes at a time (a digest's carries every message it sent), then the
-lanes, SETTLE_STEP at a time, in transactions that take more steps until they have held the
-database's write lock HOLD_SECONDS ..."""
-HOLD_SECONDS = 0.004
-PAUSE_SECONDS = 0.003
-"""... and PAUSE_SECONDS apart: a signal's commit, waiting, takes the lock between them (the
-signal writer tries again at most ``store.sqlite.WRITER_SPIN_MAX_SECONDS`` apart, and so do
-these transactions: the delivery process's engine ``spin``s, since SQLite's own busy handler
-would make each wait tens of milliseconds behind a busy writer: webhooks at 1,000 events a
-second then fell behind, bench/README.md)."""
+"""The only node (SQLite): outcomes are handed to the node's writer this often (a
+:class:`Recorder`; the writer records them in steps of its own: ``store.recording``)."""
 CONCURRENCY = 64
 """Attempts in flight at most, to every target together ..."""
 PER_TARGET = 32
@@ -103,8 +86,6 @@ class Item(Protocol):
 
 ItemT = TypeVar("ItemT", bound=Item)
 OutcomeT = TypeVar("OutcomeT")
-T = TypeVar("T")
-R = TypeVar("R")
 Chains = tuple[list[list[ItemT]], list[int]]
 """What a channel's take hands out: chains (each one lane's deliveries, in order) and the lanes
 given that hand out nothing now (to settle)."""
@@ -198,12 +179,14 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         per_target: int = PER_TARGET,
         recorder: Recorder | None = None,
     ) -> None:
-        """``recorder``: who records outcomes for the only node (None: this worker, in short
-        transactions of its own)."""
+        """``recorder``: who records outcomes for the only node (SQLite), where it is required;
+        on a shared database each turn records its own, with its claims."""
         self._engine = engine
-        self._recorder = recorder
         self.channel = channel
         self._shared = engine.dialect.name != "sqlite"
+        if recorder is None and not self._shared:
+            raise ValueError("the only node's deliveries are recorded by its writer: a recorder")
+        self._recorder = recorder
         self._poll = poll_seconds
         self._concurrency = concurrency
         self._per_target = per_target
@@ -261,8 +244,7 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
             except Exception as exc:
                 self.channel.log.warning("delivery turn failed", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll)
+            await woken(self._wake, self._poll)
             self._wake.clear()
             await asyncio.sleep(max(0.0, started + TURN_SECONDS - loop.time()))
 
@@ -320,9 +302,8 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
         return chains
 
     async def _record_now_and_then(self) -> None:
-        """The only node: record what ended and settle the lanes whose chains ended, every
-        RECORD_SECONDS (:meth:`_record`)."""
-        loop = asyncio.get_running_loop()
+        """The only node: have the writer record what ended and settle the lanes whose chains
+        ended, every RECORD_SECONDS."""
         failing = 0  # tries that failed in a row
         while True:
             await asyncio.sleep(RECORD_SECONDS)
@@ -331,11 +312,9 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
             if not ended and not lane_ids:
                 continue
             done = Recorded()
+            assert self._recorder is not None  # the only node has one (__init__)
             try:
-                if self._recorder is not None:
-                    await self._recorder.record(self.channel.name, ended, lane_ids, done)
-                else:
-                    await asyncio.to_thread(self._record, ended, lane_ids, done, loop)
+                await self._recorder.record(self.channel.name, ended, lane_ids, done)
             except Exception as exc:
                 failing += 1  # said once, until they are recorded again (the writer restarts)
                 level = logging.WARNING if failing == 1 else logging.DEBUG
@@ -349,55 +328,6 @@ class DeliveryWorker(Generic[ItemT, OutcomeT]):
             self._settled |= done.lanes
             if done.lanes:  # due again: taken at once, not at the next poll
                 self._wake.set()
-
-    def _record(
-        self,
-        ended: list[tuple[int, OutcomeT]],
-        lane_ids: list[int],
-        done: Recorded,
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
-        """In a thread: record the outcomes, then settle the lanes, in short transactions
-        (:meth:`_briefly`); ``done`` says what has committed."""
-
-        def record(conn: Connection, group: Sequence[tuple[int, OutcomeT]]) -> None:
-            self.channel.record(conn, [outcome for _, outcome in group], now_us())
-
-        for group, _ in self._briefly(ended, RECORD_STEP, record, loop):
-            done.outcomes.update(delivery_id for delivery_id, _ in group)
-        for _, settled in self._briefly(lane_ids, SETTLE_STEP, self.channel.settle, loop):
-            done.lanes.update(*settled)
-
-    def _briefly(
-        self,
-        items: Sequence[T],
-        step: int,
-        work: Callable[[Connection, Sequence[T]], R],
-        loop: asyncio.AbstractEventLoop,
-    ) -> Iterator[tuple[Sequence[T], list[R]]]:
-        """Do ``work`` on ``items``, ``step`` at a time, in transactions that take more steps
-        until they have held the write lock HOLD_SECONDS, PAUSE_SECONDS apart; each one's
-        items and results once it has committed. While one holds the lock, ``loop`` steps
-        aside (:mod:`alarmhub.outbound.loop_aside`; never while it waits for the lock)."""
-        start = 0
-        while start < len(items):
-            aside = LoopAside(loop)
-            results: list[R] = []
-            try:
-                with write_transaction(self._engine) as conn:
-                    aside.begin()
-                    end, held = start, time.monotonic()
-                    while end < len(items) and (
-                        end == start or time.monotonic() - held < HOLD_SECONDS
-                    ):
-                        results.append(work(conn, items[end : end + step]))
-                        end += step
-            finally:
-                aside.end()
-            yield items[start:end], results
-            start = end
-            if start < len(items):
-                time.sleep(PAUSE_SECONDS)
 
     async def _claim_turn(self, free: int, full: set[int]) -> list[list[ItemT]]:
         """Several nodes: record what ended, settle the lanes whose chains ended, claim lanes

@@ -97,8 +97,8 @@ def workers(
     """Every channel's worker, on ``engine`` (the station's key from ``data_dir``; the
     station's ``timezone`` setting for the times of a digest); ``node``: the name they claim
     lanes under (each its own when not given); ``allow_private``: the setting
-    ``webhook_allow_private``; ``recorder``: who records their outcomes (SQLite: the node's
-    writer; None: each worker itself)."""
+    ``webhook_allow_private``; ``recorder``: who records their outcomes on SQLite (the node's
+    writer; on a shared database each worker records its own, with its claims)."""
     key = secret_key.load(data_dir)
     running: list[DeliveryWorker[Any, Any]] = [
         WebhookWorker(engine, key, allow_private=allow_private, recorder=recorder),

@@ -79,8 +79,9 @@ class WriterRecords:
             writer.write(framing.encode({framing.RECORD: channel, "id": request_id,
                                          "ended": ended, "lanes": lane_ids}))  # fmt: skip
             while True:
-                try:
-                    answer = await asyncio.wait_for(answers.get(), self._answer_seconds)
+                try:  # asyncio.timeout, not wait_for: a cancel as the answer comes is kept
+                    async with asyncio.timeout(self._answer_seconds):
+                        answer = await answers.get()
                 except TimeoutError:
                     raise NotRecorded(f"no answer within {self._answer_seconds:g} s") from None
                 if answer is None:
@@ -98,10 +99,10 @@ class WriterRecords:
         async with self._connecting:
             if self._writer is None or self._writer.is_closing():
                 try:
-                    reader, writer = await asyncio.wait_for(
-                        asyncio.open_unix_connection(self._address), CONNECT_SECONDS
-                    )
-                    first = await asyncio.wait_for(_frame(reader), CONNECT_SECONDS)
+                    async with asyncio.timeout(CONNECT_SECONDS):
+                        reader, writer = await asyncio.open_unix_connection(self._address)
+                    async with asyncio.timeout(CONNECT_SECONDS):
+                        first = await _frame(reader)
                 except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
                     raise NotRecorded(f"the writer is not reachable: {exc!r}") from None
                 if not isinstance(first, dict) or not first.get("ready"):

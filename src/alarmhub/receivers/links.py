@@ -35,6 +35,7 @@ from alarmhub.receivers.transports import Connect, Listen, Serial, Transport
 from alarmhub.store import receivers as store
 from alarmhub.store.link_leases import LinkLeases
 from alarmhub.store.receivers import LinkReport
+from alarmhub.wake import woken
 
 log = logging.getLogger("alarmhub.receivers")
 POLL_SECONDS = 2.0
@@ -286,8 +287,7 @@ class LinkSupervisor:
     async def _supervise(self) -> None:
         last_report = time.monotonic()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._urgent.wait(), CHECK_SECONDS)
+            await woken(self._urgent, CHECK_SECONDS)
             now = time.monotonic()
             self.check(now)
             if self._urgent.is_set() or now - last_report >= self._report_seconds:
