@@ -244,11 +244,9 @@ class DeliveryProcess:
 
 async def _serve(sock: socket.socket, config: dict[str, Any]) -> None:
     # deliveries can be derived again; a statement on a silent connection fails (answering);
-    # on SQLite the writer records for it (``writer``), and what it writes itself (what ended,
-    # as it stops) waits for the write lock as the writer does (spin)
-    engine = open_engine(
-        config["url"], synchronous=False, answer_seconds=config["answer_seconds"], spin=True
-    )
+    # on SQLite the writer records for it (``writer``): it writes itself only what ended as it
+    # stops
+    engine = open_engine(config["url"], synchronous=False, answer_seconds=config["answer_seconds"])
     address = config.get("writer")
     recorder = None if address is None else WriterRecords(address, config["answer_seconds"])
     running = workers(engine, Path(config["data_dir"]), config.get("timezone", ""),

@@ -62,7 +62,6 @@ def open_engine(
     writer: bool = False,
     idle_in_transaction_seconds: float | None = None,
     answer_seconds: float | None = None,
-    spin: bool = False,
 ) -> Engine:
     """An engine for ``url`` with the dialect's settings applied.
 
@@ -70,8 +69,7 @@ def open_engine(
     and supervision): its commits do not wait for the disk. A power loss may take the last of
     them back, whole, never in part; the next synchronous commit (every signal's) makes them
     durable too, as the log is written in order. The process dying loses none of them.
-    ``writer``: the writer process's SQLite settings (``sqlite.configure``); ``spin``: of those,
-    only its way of waiting for the write lock (the delivery process's short transactions).
+    ``writer``: the writer process's SQLite settings (``sqlite.configure``).
     ``idle_in_transaction_seconds``: on PostgreSQL, the server ends a session of this engine
     idle that long in a transaction (rolled back, its locks released): the writer's, whose
     client may have given up on a silent connection (``store.watchdog``).
@@ -81,7 +79,7 @@ def open_engine(
     if url.startswith("sqlite"):
         sqlite.prepare_url(url)
         engine = create_engine(url, pool_size=8, max_overflow=8)
-        sqlite.configure(engine, synchronous, writer, spin)
+        sqlite.configure(engine, synchronous, writer)
         return engine
     settings = [] if synchronous else ["synchronous_commit=off"]
     if idle_in_transaction_seconds is not None:

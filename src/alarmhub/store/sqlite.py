@@ -67,9 +67,7 @@ def prepare_url(url: str) -> None:
             files.restrict(side)
 
 
-def configure(
-    engine: Engine, synchronous: bool = True, writer: bool = False, spin: bool = False
-) -> None:
+def configure(engine: Engine, synchronous: bool = True, writer: bool = False) -> None:
     """Durable, concurrent settings on every new connection.
 
     WAL lets readers (the CLI, queries) run beside the writer; ``synchronous=FULL`` fsyncs the WAL
@@ -79,15 +77,13 @@ def configure(
     ``synchronous=False`` gives ``synchronous=NORMAL``: in WAL mode a commit is then written but
     not fsynced, and becomes durable with the next fsynced commit of any connection.
     ``writer``: the writer process's connection, which waits for the write lock on its own
-    (:func:`_begin_writing`; ``spin``: that alone, for other processes' short transactions that
-    must not wait long behind the writer's), with a larger page cache
+    (:func:`_begin_writing`), with a larger page cache
     (:data:`WRITER_CACHE_MIB`) and its statement journals in memory: a statement of many rows
     (the multi-row INSERTs of signals and history) keeps the pages it changes in a journal of
     its own until it ends, written to a temporary file beyond 64 KiB; those writes took a tenth
     of the writer's time.
     """
     level = "FULL" if synchronous else "NORMAL"
-    spin = spin or writer
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -96,7 +92,7 @@ def configure(
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={level}")
         # the writer waits for the write lock itself (_begin_writing): no busy handler
-        cursor.execute(f"PRAGMA busy_timeout={0 if spin else BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={0 if writer else BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA wal_autocheckpoint=0")
         if writer:
@@ -110,21 +106,21 @@ def configure(
         # the statement cost most of a small transaction's fixed cost, and the writer process
         # runs a few transactions a frame when frames come one at a time
         write = connection.get_execution_options().get(WRITE_OPTION)
-        if write and spin:
+        if write and writer:
             _begin_writing(connection)
         else:
             driver_execute(connection, BEGIN_WRITE if write else "BEGIN", ()).close()
 
 
 def _begin_writing(connection: Connection) -> None:
-    """``BEGIN IMMEDIATE`` for the writer process (and ``spin``), retried every
+    """``BEGIN IMMEDIATE`` for the writer process, retried every
     WRITER_SPIN_FIRST_SECONDS (then twice as long, up to WRITER_SPIN_MAX_SECONDS) while another
     process holds the write lock, for BUSY_TIMEOUT_MS at most.
 
     SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between its tries: a signal
-    whose commit found the lock held by another process's short transaction (the delivery
-    process recording what it sent) waited for the next of those steps, tens of milliseconds,
-    long after the lock was free."""
+    whose commit found the lock held by another process's short transaction (a command, an
+    automation output recording an ACK) waited for the next of those steps, tens of
+    milliseconds, long after the lock was free."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     pause = WRITER_SPIN_FIRST_SECONDS
     while True:
