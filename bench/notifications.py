@@ -334,11 +334,12 @@ def process_cpu(node_pid: int, smtp: SmtpServer) -> dict[str, float]:
 
 
 def print_cpu(parts: dict[str, dict[str, float]], requests: dict[str, list[float]]) -> None:
-    """Each process's CPU while the signals of each kind of round were sent, a signal."""
+    """Each process's CPU while the signals of each kind of round were sent (the storm's
+    messages only in part: as many as went out meanwhile), a signal."""
     for state, cpu in parts.items():
         count = max(1, len(requests[state]))
         shares = ", ".join(f"{name} {seconds / count * 1e6:,.0f}" for name, seconds in cpu.items())
-        print(f"  CPU a signal while sending, {state:>5} rounds (µs): {shares}")
+        print(f"  CPU a signal while the round's signals came in, {state:>5} rounds (µs): {shares}")
 
 
 def print_latencies(
